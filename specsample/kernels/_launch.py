@@ -1,0 +1,31 @@
+"""Launcher helpers shared by every kernel family: device checks and interpreter-aware tiling."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels with its CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def check_device(name: str, t: torch.Tensor) -> None:
+    """Raise ValueError when `t` cannot be launched on: CUDA always, CPU only under the interpreter."""
+    if t.device.type == "cuda":
+        return
+    if t.device.type == "cpu" and interpreting():
+        return
+    raise ValueError(
+        f"{name} is on device {t.device}; specsample kernels need CUDA tensors "
+        "(or CPU tensors with TRITON_INTERPRET=1 set before triton is imported)"
+    )
+
+
+def rows_per_program(num_rows: int, gpu_rows: int = 1, interp_rows: int = 256) -> int:
+    """Rows each program handles: 1 on the GPU (fills the SMs), hundreds under the interpreter,
+    whose cost is per program instance and per op, not per element. Always a power of two."""
+    want = gpu_rows if not interpreting() else min(interp_rows, max(1, num_rows))
+    return 1 << (max(1, want) - 1).bit_length()

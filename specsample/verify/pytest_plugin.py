@@ -1,0 +1,1 @@
+"""pytest plugin (entry point `specsample`): certification fixtures for engine test suites."""

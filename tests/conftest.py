@@ -1,0 +1,51 @@
+"""Test configuration: kernels run under the Triton interpreter when there is no GPU.
+
+TRITON_INTERPRET must be set before triton is first imported, so it is decided here, before any
+specsample kernel module is imported by a test.
+"""
+
+import os
+import shutil
+import subprocess
+
+
+def _has_cuda() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+HAS_CUDA = _has_cuda()
+if not HAS_CUDA:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    max_examples=20,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("dev", deadline=None, max_examples=50)
+settings.register_profile("verify", deadline=None, database=None, print_blob=True, max_examples=300)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def device() -> str:
+    """'cuda' on a GPU machine, else 'cpu' (kernels then run under the interpreter)."""
+    return "cuda" if HAS_CUDA else "cpu"
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device; CPU CI runs kernels under TRITON_INTERPRET=1")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
