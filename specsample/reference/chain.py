@@ -20,7 +20,9 @@ import numpy as np
 from specsample.reference.philox import STREAM_CHAIN_UNIFORM, chain_uniforms
 
 # Elements of one [rows, V] float64 work array: chunks of rows are sized to stay cache-friendly.
-_CHUNK_ELEMENTS = 1 << 18
+_CHUNK_ELEMENTS = 1 << 17
+# Up to this vocabulary size cumsum runs as a loop over columns (faster for short rows).
+_COLUMN_LOOP_MAX_V = 64
 
 
 class ChainReferenceResult(NamedTuple):
@@ -50,9 +52,10 @@ def clean_mass(values) -> np.ndarray:
 
     NaN, +-inf and negative entries carry no mass (docs/semantics.md, "Sanitising").
     """
-    a = np.asarray(values, dtype=np.float64)
-    # NaN compares False, +inf fails `< inf`, -inf and negatives fail `> 0`.
-    return np.where((a > 0.0) & (a < np.inf), a, 0.0)
+    a = np.array(values, dtype=np.float64)  # a fresh float64 copy
+    np.fmax(a, 0.0, out=a)  # NaN, -inf and negatives -> 0 (fmax ignores NaN)
+    a[a == np.inf] = 0.0
+    return a
 
 
 def chain_seeded_uniforms(seeds, offsets, num_draft_columns: int) -> np.ndarray:
@@ -149,73 +152,94 @@ def _chain_rows(p, x, q, u, n, tol, tokens, num_accepted, fallback, valid, ambig
     num_k = k_plus_1 - 1
     row_ids = np.arange(rows)
 
-    # --- acceptance tests, all positions at once: gathers p[i, x_i], q[i, x_i] ---
-    in_vocab = (x >= 0) & (x < vocab)
-    safe_x = np.where(in_vocab, x, 0)
-    p_x = clean_mass(np.take_along_axis(p[:, :num_k, :], safe_x[:, :, None], axis=2)[:, :, 0])
-    p_x = np.where(in_vocab, p_x, 0.0)
-    u_draft = u[:, :num_k]
-    if q is None:
-        accept = in_vocab & (u_draft < p_x)
-        # |u - p_x| <= tol p_x; at p_x == 0 the test u < 0 can never flip.
-        near = in_vocab & (p_x > 0) & (np.abs(u_draft - p_x) <= tol * p_x)
-    else:
-        q_x = clean_mass(np.take_along_axis(q, safe_x[:, :, None], axis=2)[:, :, 0])
-        q_x = np.where(in_vocab, q_x, 0.0)
-        scaled = u_draft * q_x
-        accept = in_vocab & (q_x > 0) & (scaled < p_x)
-        near = (
-            in_vocab & (q_x > 0) & (p_x > 0)
-            & (np.abs(scaled - p_x) <= tol * np.maximum(p_x, scaled))
-        )  # fmt: skip
-    position = np.arange(num_k)[None, :]
-    accept &= position < n[:, None]
-    # a = index of the first False in [accept_0 .. accept_{K-1}, False]
-    a = np.argmax(~np.concatenate([accept, np.zeros((rows, 1), dtype=bool)], axis=1), axis=1)
-    decided = (position <= a[:, None]) & (position < n[:, None])  # the tests actually evaluated
-    amb = np.any(near & decided, axis=1)
-
-    # --- the emitted token: residual at the first rejection, or the bonus row ---
-    rejected = a < n
-    target_row = clean_mass(p[row_ids, a])  # [rows, V]
-    residual = target_row.copy()
-    draft_pos = np.minimum(a, max(num_k - 1, 0))
-    if num_k > 0:
-        rej_rows = np.nonzero(rejected)[0]
+    # --- acceptance tests, one position at a time over all rows: gathers p[i, x_i], q[i, x_i] ---
+    num_accepted_so_far = np.zeros(rows, dtype=np.int64)
+    testing = n > 0  # rows whose draft i is evaluated: all earlier drafts accepted and i < n
+    amb = np.zeros(rows, dtype=bool)
+    for i in range(num_k):
+        x_i = x[:, i]
+        in_vocab = (x_i >= 0) & (x_i < vocab)
+        safe_x = np.where(in_vocab, x_i, 0)
+        p_x = clean_mass(p[row_ids, i, safe_x])
+        p_x[~in_vocab] = 0.0
+        u_i = u[:, i]
         if q is None:
-            x_j = x[rej_rows, draft_pos[rej_rows]]
-            ok_j = in_vocab[rej_rows, draft_pos[rej_rows]]
-            residual[rej_rows[ok_j], x_j[ok_j]] = 0.0
+            accept = u_i < p_x
+            # |u - p_x| <= tol p_x; at p_x == 0 the test u < 0 can never flip
+            near = (p_x > 0.0) & (np.abs(u_i - p_x) <= tol * p_x)
         else:
-            q_row = clean_mass(q[rej_rows, draft_pos[rej_rows]])
-            residual[rej_rows] = np.maximum(0.0, residual[rej_rows] - q_row)
-    cum = np.cumsum(residual, axis=1)
-    no_mass = cum[:, -1] <= 0.0
-    use_fallback = rejected & no_mass
+            q_x = clean_mass(q[row_ids, i, safe_x])
+            q_x[~in_vocab] = 0.0
+            scaled = u_i * q_x
+            accept = (q_x > 0.0) & (scaled < p_x)
+            # at p_x == 0 or q_x == 0 the draft is rejected whatever the perturbation
+            near = (
+                (q_x > 0.0) & (p_x > 0.0)
+                & (np.abs(scaled - p_x) <= tol * np.maximum(p_x, scaled))
+            )  # fmt: skip
+        amb |= testing & near
+        testing &= accept
+        num_accepted_so_far += testing
+        testing &= i + 1 < n
+    a = num_accepted_so_far
+
+    # --- the distribution of the emitted token: residual at the first rejection, or bonus row ---
+    rejected = a < n
+    residual = clean_mass(p[row_ids, a])  # [rows, V]
+    if num_k > 0:
+        draft_pos = np.minimum(a, num_k - 1)
+        if q is None:
+            x_j = x[row_ids, draft_pos]
+            hit = rejected & (x_j >= 0) & (x_j < vocab)
+            residual[row_ids[hit], x_j[hit]] = 0.0
+        else:
+            q_row = clean_mass(q[row_ids, draft_pos])
+            q_row[~rejected] = 0.0
+            residual -= q_row
+            np.maximum(residual, 0.0, out=residual)
+    cum = _row_cumsum(residual)
+    use_fallback = rejected & (cum[:, -1] <= 0.0)  # norm_sum == 0: draw from clean(p_j) instead
     if np.any(use_fallback):
-        residual[use_fallback] = target_row[use_fallback]
-        cum[use_fallback] = np.cumsum(target_row[use_fallback], axis=1)
+        fb_rows = row_ids[use_fallback]
+        residual[fb_rows] = clean_mass(p[fb_rows, a[fb_rows]])
+        cum[fb_rows] = _row_cumsum(residual[fb_rows])
+
+    # --- inverse CDF at u_K: smallest v with cumsum(r)[v] > u_K * sum(r) ---
     total = cum[:, -1]
     has_mass = total > 0.0
     threshold = u[:, num_k] * total
     above = cum > threshold[:, None]
-    found = np.any(above, axis=1)
     token = np.argmax(above, axis=1)
-    # rounding guard: the largest v with r[v] > 0
-    last_positive = vocab - 1 - np.argmax(residual[:, ::-1] > 0.0, axis=1)
-    token = np.where(found, token, last_positive)
-    token = np.where(has_mass, token, -1)
-    # inverse-CDF ambiguity: a boundary cumsum(r)[v] of a token with mass within tol * sum(r)
-    amb |= has_mass & np.any(
-        (residual > 0.0) & (np.abs(cum - threshold[:, None]) <= tol * total[:, None]), axis=1
+    found = above[row_ids, token]
+    lost = has_mass & ~found
+    if np.any(lost):  # rounding guard: the largest v with r[v] > 0
+        lost_rows = row_ids[lost]
+        token[lost_rows] = vocab - 1 - np.argmax(residual[lost_rows, ::-1] > 0.0, axis=1)
+    # Ambiguity: the boundaries nearest the threshold are cumsum(r)[token] and cumsum(r)[token-1]
+    # (the latter only if positive: cumsum 0 precedes every token with mass and cannot flip).
+    upper = cum[row_ids, token]
+    lower = np.where(token > 0, cum[row_ids, np.maximum(token - 1, 0)], 0.0)
+    band = tol * total
+    amb |= has_mass & (
+        (np.abs(upper - threshold) <= band) | ((lower > 0.0) & (np.abs(lower - threshold) <= band))
     )
+    token[~has_mass] = -1
 
     # --- outputs ---
     if num_k > 0:
-        keep = position < a[:, None]
-        tokens[:, :num_k] = np.where(keep, x, -1)
+        tokens[:, :num_k] = np.where(np.arange(num_k)[None, :] < a[:, None], x, -1)
     tokens[row_ids, a] = token
     num_accepted[:] = a
     fallback[:] = use_fallback
     valid[:] = has_mass
     ambiguous[:] = amb
+
+
+def _row_cumsum(values: np.ndarray) -> np.ndarray:
+    """cumsum along axis 1, left to right (the same order and rounding as np.cumsum)."""
+    if values.shape[1] > _COLUMN_LOOP_MAX_V:
+        return np.cumsum(values, axis=1)
+    out = values.copy()
+    for v in range(1, values.shape[1]):  # short rows: a column loop beats the row-wise ufunc loop
+        out[:, v] += out[:, v - 1]
+    return out
