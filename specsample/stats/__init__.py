@@ -25,6 +25,7 @@ from .bounds import (
 )
 from .certificate import Certificate
 from .certify import assert_tv_below, tv_ucb_from_counts, tv_ucb_from_coupling
+from .continuous import assert_ks, ks_distance, race_winner_checks, randomized_pit
 from .gof import (
     CellMap,
     assert_gof,
@@ -35,11 +36,35 @@ from .gof import (
     gof_design,
     gof_policy,
     pool_by_expected,
+    run_gof,
 )
+from .grid import (
+    accept_reject_conditional_law,
+    assert_accept_reject_grid,
+    assert_implied_pmf,
+    assert_inverse_cdf_grid,
+    implied_pmf_by_bisection,
+    stratified_uniforms,
+)
+from .meta import bonferroni, holm, pvalues_uniform
 from .power import chi2_detectable_tv, chi2_min_samples, chi2_noncentrality, chi2_power, chi2_threshold
 from .seeding import current_test_seed, repro_line, seed_stream, test_seed
 
 __all__ = [
+    "accept_reject_conditional_law",
+    "assert_accept_reject_grid",
+    "assert_implied_pmf",
+    "assert_inverse_cdf_grid",
+    "assert_ks",
+    "bonferroni",
+    "holm",
+    "implied_pmf_by_bisection",
+    "ks_distance",
+    "pvalues_uniform",
+    "race_winner_checks",
+    "randomized_pit",
+    "run_gof",
+    "stratified_uniforms",
     "CellMap",
     "Certificate",
     "assert_gof",

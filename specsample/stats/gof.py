@@ -244,7 +244,7 @@ def assert_zero_mass(counts, probs, *, seed: int | None = None, label: str = "")
     return cert
 
 
-def gof_design(n: int, probs, *, eps: float, alpha: float, beta: float) -> dict:
+def gof_design(n: int, probs, *, eps: float | None, alpha: float, beta: float) -> dict:
     """The design `assert_gof` uses for n draws against probs: alpha split, pooling floor, cells,
     required n. Pure function of (n, probs, eps, alpha, beta); no data."""
     p = as_probs(probs)
@@ -256,7 +256,9 @@ def gof_design(n: int, probs, *, eps: float, alpha: float, beta: float) -> dict:
     cells = pool_by_expected(p, n, floor)
     sparse = np.flatnonzero((p > 0) & (n * p < floor))
     alpha_cells = alpha - alpha_chi
-    if positive <= 1 or cells.num_cells < 2:
+    if eps is None:
+        required = None
+    elif positive <= 1 or cells.num_cells < 2:
         # a (near-)point mass: any law at TV >= eps puts >= eps outside the support or the head;
         # the zero-mass / exact binomial tests see it; require (1 - eps)^n <= beta
         required = math.ceil(math.log(1 / beta) / eps)
@@ -283,12 +285,39 @@ def gof_design(n: int, probs, *, eps: float, alpha: float, beta: float) -> dict:
 
 
 def _design_line(d: dict) -> str:
+    eps = "none" if d["eps"] is None else format(d["eps"], ".4g")
     return (
         f"alpha={d['alpha']:.3g} (chi2 {d['alpha_chi']:.3g} at nominal {d['nominal_chi']:.3g}, "
-        f"cells {d['alpha_cells']:.3g}), beta={d['beta']:.3g}, eps={d['eps']:.4g}, n={d['n']}, "
+        f"cells {d['alpha_cells']:.3g}), beta={d['beta']:.3g}, eps={eps}, n={d['n']}, "
         f"k={d['k']} ({d['k_positive']} positive, {d['k_pooled']} pooled at E>={d['min_expected']:g}, "
         f"{d['sparse_categories']} sparse), required n={d['required_n']}"
     )
+
+
+def run_gof(
+    counts,
+    probs,
+    *,
+    alpha: float,
+    eps: float | None = None,
+    beta: float = 1e-6,
+    seed: int | None = None,
+    label: str = "",
+) -> Certificate:
+    """The three-part test of `assert_gof` without the sample-size design assertion.
+
+    Use it where n is not yours to choose (meta-tests, diagnostics); it still raises
+    AssertionError on rejection and its false-fail rate is <= alpha as for assert_gof.
+    """
+    p = as_probs(probs)
+    c = as_counts(counts, size=p.shape[0])
+    n = int(c.sum())
+    if not 0 < alpha < 1 or not 0 < beta < 1 or (eps is not None and not eps > 0):
+        raise ValueError(f"need 0 < alpha, beta < 1 and eps > 0, got alpha={alpha}, beta={beta}, eps={eps}")
+    if n < 1:
+        raise ValueError("counts must contain at least one observation")
+    d = gof_design(n, p, eps=eps, alpha=alpha, beta=beta)
+    return _run(c, p, d, seed, label)
 
 
 def assert_gof(
@@ -317,39 +346,34 @@ def assert_gof(
         raise ValueError("counts must contain at least one observation")
     tag = f" ({label})" if label else ""
     d = gof_design(n, p, eps=eps, alpha=alpha, beta=beta)
-    design = _design_line(d)
     if n < d["required_n"]:
         raise AssertionError(
             failure_message(
                 f"design: n too small{tag}: n={n} < required {d['required_n']} to detect TV {eps:g} "
                 f"with power 1-{beta:g}",
-                design,
+                _design_line(d),
                 "",
                 seed,
             )
         )
+    return _run(c, p, d, seed, label)
+
+
+def _run(c: np.ndarray, p: np.ndarray, d: dict, seed: int | None, label: str) -> Certificate:
+    n = int(c.sum())
+    tag = f" ({label})" if label else ""
     zero = assert_zero_mass(c, p, seed=seed, label=label)
     chi = chisquare_gof(c, p, cells=d["cells"])
     cellwise = exact_cellwise_binomial(c, p, alpha=max(d["alpha_cells"], 1e-300), categories=d["sparse"])
     chi_ok = chi.p_value > d["nominal_chi"]
     cells_ok = cellwise.rejected.size == 0
-    detail = {
-        key: d[key]
-        for key in (
-            "alpha_chi",
-            "nominal_chi",
-            "alpha_cells",
-            "min_expected",
-            "k",
-            "k_positive",
-            "k_pooled",
-            "sparse_categories",
-            "multi_member_mass",
-            "required_n",
-        )
-    }
+    keys = ("alpha_chi", "nominal_chi", "alpha_cells", "min_expected", "k", "k_positive", "k_pooled")
+    detail = {key: d[key] for key in keys}
     detail.update(
         {
+            "sparse_categories": d["sparse_categories"],
+            "multi_member_mass": d["multi_member_mass"],
+            "required_n": d["required_n"],
             "chi2_df": chi.df,
             "chi2_p_value": chi.p_value,
             "cellwise_min_p": cellwise.min_p,
@@ -357,16 +381,17 @@ def assert_gof(
             "zero_mass_observed": zero.statistic,
         }
     )
+    eps, beta, alpha = d["eps"], d["beta"], d["alpha"]
+    power = (
+        f"TV {eps:g} detected w.p. 1-{beta:g} on {d['k_pooled']} pooled cells" if eps else "no power claim"
+    )
     cert = Certificate(
         name="gof",
         law=label or "target probs",
-        what=(
-            f"law within TV {eps:g} of the target on {d['k_pooled']} pooled cells (power 1-{beta:g}); "
-            f"false-fail <= {alpha:g}"
-        ),
+        what=f"counts consistent with the target ({power}); false-fail <= {alpha:g}",
         n=n,
         alpha=alpha,
-        beta=beta,
+        beta=beta if eps else None,
         eps=eps,
         statistic=chi.statistic,
         p_value=chi.p_value,
@@ -378,8 +403,8 @@ def assert_gof(
         reasons = []
         if not chi_ok:
             reasons.append(
-                f"chi-square X^2={chi.statistic:.4g}, df={chi.df}, p={chi.p_value:.3g} <= "
-                f"{d['nominal_chi']:.3g}"
+                f"chi-square X^2={chi.statistic:.4g}, df={chi.df}, "
+                f"p={chi.p_value:.3g} <= {d['nominal_chi']:.3g}"
             )
         if not cells_ok:
             worst = cellwise.rejected[:8]
@@ -388,6 +413,8 @@ def assert_gof(
                 + ", ".join(f"{i} (count {c[i]}, expected {n * p[i]:.3g})" for i in worst)
             )
         raise AssertionError(
-            failure_message(f"goodness of fit failed{tag}: " + "; ".join(reasons), design, chi.table(), seed)
+            failure_message(
+                f"goodness of fit failed{tag}: " + "; ".join(reasons), _design_line(d), chi.table(), seed
+            )
         )
     return cert
