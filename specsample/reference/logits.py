@@ -1,0 +1,257 @@
+"""Float64 numpy reference of `specsample.rejection_sample_logits`, and the exact law of its output.
+
+Semantics (docs/semantics.md transposed to logits; the kernel module docstring restates them):
+
+- clean(l) = l if l is finite else -inf (NaN and +-inf logits carry no mass).
+- Per request, temperature T: T == 0 greedy; 0 < T < inf sampled with T_eff = max(T, 2^-126);
+  anything else makes the row invalid (tokens all -1, num_accepted 0, valid False, fallback False).
+- Sampled rows: p_i = softmax(clean(target_logits[i]) / T_eff), q_i = softmax(clean(draft_logits[i]) / T_eff)
+  (a row with no finite logit is all zeros), then the chain semantics of docs/semantics.md with
+  u_i = chain_uniforms(seed, offset, K, stream=STREAM_LOGITS_UNIFORM)[i] for the acceptance tests, and
+  the emitted token drawn by the exponential race argmax_v r_v / E_v over the residual r (or over p on
+  the fallback / bonus path), E_v = gumbel_exponentials(seed, offset, V, STREAM_LOGITS_RESIDUAL,
+  position=j)[v]; ties go to the smallest index; r_v = 0 never wins.
+- Greedy rows: accept x_i iff it is in range and equals the smallest argmax of clean(target_logits[i]);
+  the emitted token is the argmax of row j (-1 and not valid if that row has no finite logit).
+
+Ambiguity (for coupling tests). With relative tolerance `tol` a row is ambiguous when one of its
+decisions could flip under the kernel's float32 arithmetic: an acceptance test up to the first
+rejection with |u q(x) - p(x)| <= tol max(p(x), u q(x)); a race whose winner's score
+log r_w - log E_w is within tol (1 + (p_v + q_v) / r_v) (for both tokens) of another token's score,
+counting tokens with r_v = 0 but |p_v - q_v| <= tol (p_v + q_v) at r_v = tol (p_v + q_v); or a
+fallback decision that such tokens could flip. Greedy rows are never ambiguous.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from specsample.reference.philox import (
+    STREAM_LOGITS_RESIDUAL,
+    STREAM_LOGITS_UNIFORM,
+    chain_uniforms,
+    gumbel_exponentials,
+)
+
+MIN_TEMPERATURE = 2.0**-126  # sampled rows use max(T, this), as the kernel does
+
+
+class LogitsReferenceResult(NamedTuple):
+    """`SampleResult` fields as numpy arrays, plus `ambiguous` [B] bool (see the module docstring)."""
+
+    tokens: np.ndarray
+    num_accepted: np.ndarray
+    fallback: np.ndarray
+    valid: np.ndarray
+    ambiguous: np.ndarray
+
+
+def clean_logits(logits) -> np.ndarray:
+    """float64 copy with NaN and +-inf replaced by -inf."""
+    a = np.asarray(logits, dtype=np.float64)
+    return np.where(np.isfinite(a), a, -np.inf)
+
+
+def row_kinds(temperature) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sampled, greedy, T_eff) per request: sampled iff 0 < T < inf, greedy iff T == 0."""
+    t = np.asarray(temperature, dtype=np.float64)
+    sampled = (t > 0) & np.isfinite(t)
+    greedy = t == 0
+    t_eff = np.where(sampled, np.maximum(t, MIN_TEMPERATURE), 1.0)
+    return sampled, greedy, t_eff
+
+
+def softmax_logits(logits, temperature) -> np.ndarray:
+    """softmax(clean(logits) / T_eff) over the last axis in float64; `temperature` broadcasts
+    against the leading axes ([B] for [B, ..., V] logits). Rows without a finite logit are 0."""
+    cl = clean_logits(logits)
+    t = np.asarray(temperature, dtype=np.float64)
+    t = np.maximum(t, MIN_TEMPERATURE).reshape(t.shape + (1,) * (cl.ndim - t.ndim))
+    top = cl.max(axis=-1, keepdims=True)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        z = np.exp((cl - shift) / t)
+    z = np.where(np.isfinite(cl), z, 0.0)
+    total = z.sum(axis=-1, keepdims=True)
+    return np.divide(z, total, out=np.zeros_like(z), where=total > 0)
+
+
+def first_argmax(logits) -> tuple[np.ndarray, np.ndarray]:
+    """(smallest index of the max of clean(logits) over the last axis, row has a finite logit)."""
+    cl = clean_logits(logits)
+    return cl.argmax(axis=-1), np.isfinite(cl).any(axis=-1)
+
+
+def _as_numpy(name, a, dtype=None):
+    if a is None:
+        return None
+    if hasattr(a, "detach"):  # torch tensor, converted exactly (bf16/fp16 -> float32 -> float64)
+        t = a.detach().cpu()
+        a = t.float().numpy() if t.is_floating_point() else t.numpy()
+    out = np.asarray(a, dtype=dtype)
+    return out
+
+
+def rejection_sample_logits_reference(
+    target_logits,
+    draft_token_ids,
+    draft_logits=None,
+    *,
+    temperature,
+    seeds,
+    offsets,
+    num_draft_tokens=None,
+    tol: float = 1e-4,
+) -> LogitsReferenceResult:
+    """The kernel's output computed in float64 from the same Philox words (numpy arrays or torch
+    tensors in; numpy out). Vectorised over the batch: materialises p and q, which is fine here."""
+    lg = _as_numpy("target_logits", target_logits, np.float64)
+    batch, k_plus_1, vocab = lg.shape
+    num_k = k_plus_1 - 1
+    x = _as_numpy("draft_token_ids", draft_token_ids, np.int64).reshape(batch, num_k)
+    dl = _as_numpy("draft_logits", draft_logits, np.float64)
+    temp = _as_numpy("temperature", temperature, np.float64).reshape(batch)
+    seeds = _as_numpy("seeds", seeds, np.int64).reshape(batch)
+    offsets = _as_numpy("offsets", offsets, np.int64).reshape(batch)
+    if num_draft_tokens is None:
+        n = np.full(batch, num_k, dtype=np.int64)
+    else:
+        n = np.clip(_as_numpy("num_draft_tokens", num_draft_tokens, np.int64).reshape(batch), 0, num_k)
+    classic = dl is not None and num_k > 0
+
+    sampled, greedy, t_eff = row_kinds(temp)
+    p = softmax_logits(lg, t_eff)  # [B, K+1, V]
+    q = softmax_logits(dl, t_eff) if classic else None  # [B, K, V]
+    arg, nonempty = first_argmax(lg)  # [B, K+1]
+    u = chain_uniforms(seeds, offsets, max(num_k, 1), stream=STREAM_LOGITS_UNIFORM)[:, :num_k]
+    rows = np.arange(batch)
+
+    alive = sampled | greedy
+    a = np.zeros(batch, dtype=np.int64)
+    ambiguous = np.zeros(batch, dtype=bool)
+    for i in range(num_k):
+        active = alive & (i < n)
+        xi = x[:, i]
+        ok = active & (xi >= 0) & (xi < vocab)
+        xs = np.where(ok, xi, 0)
+        p_x = np.where(ok, p[rows, i, xs], 0.0)
+        if classic:
+            q_x = np.where(ok, q[rows, i, xs], 0.0)
+            uq = u[:, i] * q_x
+            acc_s = ok & (q_x > 0) & (uq < p_x)
+            amb = ok & (q_x > 0) & (np.abs(uq - p_x) <= tol * np.maximum(p_x, uq))
+        else:
+            acc_s = ok & (u[:, i] < p_x)
+            amb = ok & (np.abs(u[:, i] - p_x) <= tol * p_x)
+        acc_g = ok & (xi == arg[:, i]) & nonempty[:, i]
+        accept = np.where(sampled, acc_s, acc_g)
+        ambiguous |= active & sampled & amb
+        a += accept
+        alive = active & accept
+    a = np.where(sampled | greedy, a, 0)
+    j = np.minimum(a, n)
+    rejected = j < n
+
+    # emitted token, sampled rows: exponential race over the residual of row j
+    p_j = p[rows, j]  # [B, V]
+    if classic:
+        q_j = np.where(rejected[:, None], q[rows, np.minimum(j, num_k - 1)], 0.0)
+        r = np.maximum(p_j - q_j, 0.0)
+        near = (p_j > 0) & (np.abs(p_j - q_j) <= tol * (p_j + q_j))
+        near &= rejected[:, None]
+    else:
+        q_j = np.zeros_like(p_j)
+        r = p_j.copy()
+        xj = np.where(rejected, x[rows, np.minimum(j, num_k - 1)], -1) if num_k else np.full(batch, -1)
+        hit = rejected & (xj >= 0) & (xj < vocab)
+        r[hit, np.where(hit, xj, 0)[hit]] = 0.0
+        near = np.zeros_like(p_j, dtype=bool)
+    has_r = (r > 0).any(axis=1)
+    could_be_r = has_r | (near & (r == 0)).any(axis=1)
+    fallback = sampled & rejected & ~has_r
+    solid_r = (r > tol * (p_j + q_j)).any(axis=1)
+    ambiguous |= sampled & rejected & (has_r != could_be_r)  # empty could become non-empty
+    ambiguous |= sampled & rejected & has_r & ~solid_r  # non-empty could become empty
+    weights = np.where(fallback[:, None], p_j, r)
+    slack = np.where(fallback[:, None], 0.0, q_j)
+    e = gumbel_exponentials(seeds, offsets, vocab, stream=STREAM_LOGITS_RESIDUAL, position=j)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = np.where(weights > 0, np.log(weights) - np.log(e), -np.inf)
+        err = tol * (1.0 + (p_j + slack) / weights)  # cancellation in p - q scales the error
+        upper = np.where(weights > 0, scores + err, -np.inf)
+        ghost = np.where(fallback[:, None], False, near & (weights == 0))
+        upper = np.where(ghost, np.log(tol * (p_j + q_j)) - np.log(e) + tol, upper)
+    winner = scores.argmax(axis=1)
+    race_ok = weights.sum(axis=1) > 0
+    lower_w = scores[rows, winner] - err[rows, winner]
+    upper[rows, winner] = -np.inf
+    ambiguous |= sampled & race_ok & (upper.max(axis=1) >= lower_w)
+    token_s = np.where(race_ok, winner, -1)
+
+    token_g = np.where(nonempty[rows, j], arg[rows, j], -1)
+    token = np.where(sampled, token_s, np.where(greedy, token_g, -1))
+
+    tokens = np.full((batch, k_plus_1), -1, dtype=np.int32)
+    cols = np.arange(k_plus_1)[None, :]
+    if num_k:
+        tokens[:, :num_k] = np.where(cols[:, :num_k] < a[:, None], x, -1)
+    tokens[rows, j] = np.where(sampled | greedy, token, tokens[rows, j])
+    return LogitsReferenceResult(
+        tokens=tokens,
+        num_accepted=a.astype(np.int32),
+        fallback=fallback,
+        valid=token >= 0,
+        ambiguous=ambiguous & (sampled | greedy),
+    )
+
+
+def output_law(p, x, q=None, n=None) -> np.ndarray:
+    """Exact law of (a, emitted token) for one request given float64 p [K+1, V], drafts x [K],
+    q [K, V] (classic) or None (one-hot) and the draft count n (default K): array [K+1, V+1] whose
+    entry [k, v] is P(a = k, token = v) and [k, V] is P(a = k, token = -1). The acceptance
+    uniforms are treated as continuous (the kernel's 2^-24 grid moves each beta by < 6e-8)."""
+    p = np.asarray(p, dtype=np.float64)
+    k_plus_1, vocab = p.shape
+    num_k = k_plus_1 - 1
+    n = num_k if n is None else int(np.clip(n, 0, num_k))
+    law = np.zeros((k_plus_1, vocab + 1))
+    reach = 1.0
+    for i in range(n):
+        xi = int(x[i])
+        ok = 0 <= xi < vocab
+        if q is not None:
+            q_x = q[i, xi] if ok else 0.0
+            beta = min(1.0, p[i, xi] / q_x) if q_x > 0 else 0.0
+            r = np.maximum(p[i] - q[i], 0.0)
+        else:
+            beta = p[i, xi] if ok else 0.0
+            r = p[i].copy()
+            if ok:
+                r[xi] = 0.0
+        if r.sum() <= 0:
+            r = p[i]
+        law[i, :vocab] += reach * (1.0 - beta) * (r / r.sum() if r.sum() > 0 else 0.0)
+        law[i, vocab] += reach * (1.0 - beta) * (r.sum() <= 0)
+        reach *= beta
+    bonus = p[n]
+    law[n, :vocab] += reach * (bonus / bonus.sum() if bonus.sum() > 0 else 0.0)
+    law[n, vocab] += reach * (bonus.sum() <= 0)
+    return law
+
+
+def acceptance_probabilities(p, x, q=None) -> np.ndarray:
+    """beta_i = P(accept x_i | reached i): min(1, p_i(x_i) / q_i(x_i)) classic, p_i(x_i) one-hot."""
+    p = np.asarray(p, dtype=np.float64)
+    num_k = p.shape[-2] - 1
+    beta = np.zeros(num_k)
+    for i in range(num_k):
+        xi = int(x[i])
+        if not 0 <= xi < p.shape[-1]:
+            continue
+        if q is None:
+            beta[i] = p[i, xi]
+        elif q[i, xi] > 0:
+            beta[i] = min(1.0, p[i, xi] / q[i, xi])
+    return beta
