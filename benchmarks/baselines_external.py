@@ -22,11 +22,17 @@ import importlib
 
 from benchmarks.floors import Case
 
-SGLANG_CHAIN_MODULES = ("sglang.kernels.ops.speculative.reject_sampling", "sglang.srt.speculative.reject_sampling")
-SGLANG_FAST_SAMPLE_MODULES = ("sglang.srt.speculative.spec_utils", "sglang.kernels.ops.speculative.spec_utils")
+SGLANG_CHAIN_MODULES = (
+    "sglang.kernels.ops.speculative.reject_sampling",
+    "sglang.srt.speculative.reject_sampling",
+)
+SGLANG_FAST_SAMPLE_MODULES = (
+    "sglang.srt.speculative.spec_utils",
+    "sglang.kernels.ops.speculative.spec_utils",
+)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _find(modules: tuple[str, ...], attr: str):
     """(function, None) from the first module that imports and has `attr`, else (None, reason)."""
     reasons = []

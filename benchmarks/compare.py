@@ -100,7 +100,8 @@ def report(result: GateResult) -> str:
     for c in sorted(result.compared, key=lambda c: -c.ratio):
         flag = "  REGRESSION" if c in result.regressions else ""
         lines.append(
-            f"{_key_label(c.key):<58} {c.metric:<10} {c.baseline:>10.2f} {c.current:>10.2f} {c.ratio:>7.3f}{flag}"
+            f"{_key_label(c.key):<58} {c.metric:<10} {c.baseline:>10.2f} {c.current:>10.2f}"
+            f" {c.ratio:>7.3f}{flag}"
         )
     for k in result.missing:
         lines.append(f"missing from this run (in baseline): {_key_label(k)}")
@@ -122,7 +123,9 @@ def _run_gpu(records: list[Record], machine: dict) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Fail on a median regression against the saved per-GPU baseline.")
+    parser = argparse.ArgumentParser(
+        description="Fail on a median regression against the saved per-GPU baseline."
+    )
     parser.add_argument("current", type=Path, help="records of this run")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--baseline", type=Path, help="baseline file (default: from --baseline-dir)")
@@ -131,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--providers", default=OURS, help=f"comma-separated gated providers (default {OURS})")
     parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated record fields")
     parser.add_argument("--require-baseline", action="store_true", help="exit 2 when no baseline exists")
-    parser.add_argument("--require-all", action="store_true", help="exit 1 when a baselined record is missing")
+    parser.add_argument(
+        "--require-all", action="store_true", help="exit 1 when a baselined record is missing"
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -143,13 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     if any(r.slowed for r in current):
         print("compare: this run used the deliberately slowed kernel (SPECSAMPLE_BENCH_SLOWED)")
     if gpu is None or gpu == "cpu":
-        print(f"compare: {args.current} holds no GPU measurements (no GPU, benchmarks skipped): nothing to compare")
+        print(f"compare: {args.current} has no GPU measurements (benchmarks skipped); nothing to compare")
         return 0
     slug = gpu_slug(gpu)
     path = args.baseline or args.baseline_dir / slug / BASELINE_FILE
     if not path.exists():
-        print(f"compare: no saved baseline for GPU {gpu!r} at {path}; nothing to compare "
-              f"(save one: copy a run's baselines/{slug}/{BASELINE_FILE} there)")
+        print(
+            f"compare: no saved baseline for GPU {gpu!r} at {path}; nothing to compare "
+            f"(save one: copy a run's baselines/{slug}/{BASELINE_FILE} there)"
+        )
         return 2 if args.require_baseline else 0
     try:
         baseline, base_machine = load_records(path)
@@ -158,7 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compare: cannot read the baseline {path}: {exc}", file=sys.stderr)
         return 2
     if base_gpu is None or gpu_slug(base_gpu) != slug:
-        print(f"compare: refusing to compare GPU {gpu!r} with a baseline from {base_gpu!r} ({path})", file=sys.stderr)
+        print(
+            f"compare: refusing to compare GPU {gpu!r} with a baseline from {base_gpu!r} ({path})",
+            file=sys.stderr,
+        )
         return 2
     providers = tuple(p.strip() for p in args.providers.split(",") if p.strip())
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())

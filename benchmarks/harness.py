@@ -61,7 +61,9 @@ class BenchSession:
         import torch
 
         if not torch.cuda.is_available():
-            raise RuntimeError("no CUDA device: GPU benchmarks cannot run here (use --dry-run to test the pipeline)")
+            raise RuntimeError(
+                "no CUDA device: GPU benchmarks cannot run here (use --dry-run to test the pipeline)"
+            )
         return cls("cuda", CudaTimer(), measure_copy_bandwidth_cuda(), gpu_name(), l2_cache_bytes())
 
     def input_copies(self, case: Case) -> list[dict]:

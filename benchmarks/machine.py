@@ -68,5 +68,7 @@ def machine_info() -> dict:
         info["sm_count"] = props.multi_processor_count
         info["l2_cache_bytes"] = l2_cache_bytes()
         info["memory_bytes"] = props.total_memory
-        info["driver"] = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"])
+        info["driver"] = _run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"]
+        )
     return info

@@ -37,14 +37,16 @@ def plot_floor_fractions(records: list[Record], path: Path, title: str = "") -> 
     ncols = min(3, len(kernels))
     nrows = (len(kernels) + ncols - 1) // ncols
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.0 * ncols, 4.4 * nrows), squeeze=False)
-    for ax, kernel in zip(axes.flat, kernels):
+    for ax, kernel in zip(axes.flat, kernels, strict=False):
         lines = defaultdict(list)
         for r in records:
             if r.kernel == kernel:
                 lines[(r.provider, r.K, r.V, r.dtype)].append(r)
         for (provider, K, V, dtype), rs in sorted(lines.items(), key=lambda kv: (kv[0][0] != OURS, kv[0])):
             rs.sort(key=lambda r: r.B)
-            label = f"{provider} V={V}" + (f" K={K}" if K else "") + ("" if dtype == "float32" else f" {dtype}")
+            label = (
+                f"{provider} V={V}" + (f" K={K}" if K else "") + ("" if dtype == "float32" else f" {dtype}")
+            )
             ax.plot(
                 [r.B for r in rs],
                 [r.floor_fraction for r in rs],

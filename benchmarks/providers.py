@@ -74,7 +74,9 @@ def _ours_once(case: Case, x: dict) -> Call:
     fn = _ours_function(case.kernel)
     k = case.kernel
     if k in ("chain", "chain_onehot"):
-        return lambda: fn(x["target_probs"], x["draft_token_ids"], x.get("draft_probs"), uniforms=x["uniforms"])
+        return lambda: fn(
+            x["target_probs"], x["draft_token_ids"], x.get("draft_probs"), uniforms=x["uniforms"]
+        )
     if k == "fast_sample":
         return lambda: fn(x["probs"], 1, seeds=x["seeds"], offsets=x["offsets"])
     if k == "sample_from_logits":
@@ -154,4 +156,3 @@ def providers_for(kernel: str, names: tuple[str, ...] | None = None) -> list[Pro
         if unknown:
             raise ValueError(f"unknown providers {sorted(unknown)}; known: {sorted(PROVIDERS)}")
     return [p for p in PROVIDERS.values() if kernel in p.kernels and (names is None or p.name in names)]
-

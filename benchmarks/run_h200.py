@@ -41,7 +41,8 @@ def _dry_run_cases():
 
 def records_table(records) -> str:
     head = (
-        f"{'kernel':<19}{'provider':<18}{'B':>4}{'K':>3}{'V':>8} {'dtype':<9}{'median_us':>10}{'graph_us':>10}"
+        f"{'kernel':<19}{'provider':<18}{'B':>4}{'K':>3}{'V':>8} {'dtype':<9}"
+        f"{'median_us':>10}{'graph_us':>10}"
         f"{'floor_us':>9}{'floor_frac':>11}{'GB/s':>8}{'speedup':>8}"
     )
     rows = [head]
@@ -50,22 +51,29 @@ def records_table(records) -> str:
         speedup = "-" if r.speedup is None else f"{r.speedup:.1f}x"
         slowed = "  (slowed)" if r.slowed else ""
         rows.append(
-            f"{r.kernel:<19}{r.provider:<18}{r.B:>4}{r.K:>3}{r.V:>8} {r.dtype:<9}{r.median_us:>10.2f}{graph:>10}"
+            f"{r.kernel:<19}{r.provider:<18}{r.B:>4}{r.K:>3}{r.V:>8} {r.dtype:<9}"
+            f"{r.median_us:>10.2f}{graph:>10}"
             f"{r.floor_us:>9.2f}{r.floor_fraction:>11.3f}{r.bandwidth_GBps:>8.0f}{speedup:>8}{slowed}"
         )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Standalone GPU benchmark run: records, plot, baseline, targets.")
+    parser = argparse.ArgumentParser(
+        description="Standalone GPU benchmark run: records, plot, baseline, targets."
+    )
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     parser.add_argument("--only", default="", help="comma-separated kernels (default: all)")
     parser.add_argument("--providers", default="", help="comma-separated providers (default: all applicable)")
     parser.add_argument("--selection", choices=("target", "run"), default="run")
-    parser.add_argument("--full", action="store_true", help="every engine shape (also SPECSAMPLE_BENCH_FULL=1)")
+    parser.add_argument(
+        "--full", action="store_true", help="every engine shape (also SPECSAMPLE_BENCH_FULL=1)"
+    )
     parser.add_argument("--max-seconds", type=float, default=210.0, help="start no case after this")
     parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes, host clock: tests the pipeline")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="CPU, tiny shapes, host clock: tests the pipeline"
+    )
     args = parser.parse_args(argv)
     if args.dry_run:
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
@@ -83,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         cases = [c for c in _dry_run_cases() if kernels is None or c.kernel in kernels]
     else:
-        cases = shapes.selected_cases(args.selection, full=args.full or shapes.full_requested(), kernels=kernels)
+        cases = shapes.selected_cases(
+            args.selection, full=args.full or shapes.full_requested(), kernels=kernels
+        )
     try:
         session = BenchSession.create(dry_run=args.dry_run)
     except RuntimeError as exc:
@@ -93,15 +103,20 @@ def main(argv: list[str] | None = None) -> int:
     machine["copy_bandwidth_GBps"] = session.copy_bandwidth / 1e9
     machine["slowed_kernels"] = sorted(slowed_kernels())
     slug = gpu_slug(session.gpu)
-    print(f"run_h200: {session.gpu}, copy bandwidth {session.copy_bandwidth / 1e12:.3f} TB/s "
-          f"(read + written), {len(cases)} cases")
+    print(
+        f"run_h200: {session.gpu}, copy bandwidth {session.copy_bandwidth / 1e12:.3f} TB/s "
+        f"(read + written), {len(cases)} cases"
+    )
 
     records, skips = [], []
     t0 = time.monotonic()
     for i, case in enumerate(cases):
         providers = providers_for(case.kernel, names)
         if time.monotonic() - t0 > args.max_seconds:
-            skips += [Skip(case.label, p.name, f"time budget --max-seconds {args.max_seconds:g} spent") for p in providers]
+            skips += [
+                Skip(case.label, p.name, f"time budget --max-seconds {args.max_seconds:g} spent")
+                for p in providers
+            ]
             continue
         try:
             got, why = session.measure(case, providers)
@@ -111,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
             break
         records += got
         skips += why
-        print(f"[{i + 1}/{len(cases)} {time.monotonic() - t0:5.0f}s] {case.label}: "
-              + ", ".join(f"{r.provider} {r.median_us:.1f}us" for r in got), flush=True)
+        print(
+            f"[{i + 1}/{len(cases)} {time.monotonic() - t0:5.0f}s] {case.label}: "
+            + ", ".join(f"{r.provider} {r.median_us:.1f}us" for r in got),
+            flush=True,
+        )
     attach_baselines(records)
     machine["elapsed_s"] = round(time.monotonic() - t0, 1)
 
@@ -139,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     if records and not args.no_plot:
         png = plot_floor_fractions(records, out / f"{slug}.png", title=f"{session.gpu}: floor fraction")
         summary.append(f"plot: {png}")
-    summary.append(f"records: {out / f'{slug}.json'} ({len(records)}), baseline: "
-                   f"{out / 'baselines' / slug / 'baseline.json'}, elapsed {machine['elapsed_s']} s")
+    summary.append(
+        f"records: {out / f'{slug}.json'} ({len(records)}), baseline: "
+        f"{out / 'baselines' / slug / 'baseline.json'}, elapsed {machine['elapsed_s']} s"
+    )
     text = "\n".join(summary)
     (out / "summary.txt").write_text(text + "\n")
     print(text)

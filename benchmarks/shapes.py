@@ -81,7 +81,9 @@ def full_cases() -> list[Case]:
     return cases
 
 
-def selected_cases(selection: str, *, full: bool = False, kernels: tuple[str, ...] | None = None) -> list[Case]:
+def selected_cases(
+    selection: str, *, full: bool = False, kernels: tuple[str, ...] | None = None
+) -> list[Case]:
     """Cases of `selection` ("target" or "run"), or of every selection when `full`, optionally only
     for `kernels`; duplicates removed, order kept."""
     if selection not in ("target", "run"):

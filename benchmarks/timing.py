@@ -171,7 +171,9 @@ def measure_copy_bandwidth_cuda(nbytes: int = 1 << 30, reps: int = 30) -> float:
     dst = torch.empty_like(src)
     for _ in range(3):
         dst.copy_(src)
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    pairs = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)
+    ]
     for start, end in pairs:
         start.record()
         dst.copy_(src)
