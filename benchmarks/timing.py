@@ -140,13 +140,9 @@ class CudaTimer:
 
     def time(self, calls: Sequence[Call]) -> Timing:
         import torch
-        import triton.testing
 
         warm_up_cuda(calls)
-        median_ms = triton.testing.do_bench(
-            calls[0], warmup=self.do_bench_warmup_ms, rep=self.do_bench_rep_ms, return_mode="median"
-        )
-        median_us = float(median_ms) * 1e3
+        median_us = self.do_bench_us(calls[0])
         launches, used = choose_launches(median_us, len(calls), target_ms=self.graph_target_ms)
         try:
             runner = self.graph_runner(calls[:used], launches)
@@ -156,6 +152,15 @@ class CudaTimer:
             torch.cuda.synchronize()
             graph_us, note = None, f"CUDA-graph capture failed: {type(exc).__name__}: {exc}"[:300]
         return Timing(median_us, graph_us, launches, used, note)
+
+    def do_bench_us(self, call: Call) -> float:
+        """triton.testing.do_bench median of `call` in microseconds (L2 cleared before each call)."""
+        import triton.testing
+
+        median_ms = triton.testing.do_bench(
+            call, warmup=self.do_bench_warmup_ms, rep=self.do_bench_rep_ms, return_mode="median"
+        )
+        return float(median_ms) * 1e3
 
     @staticmethod
     def graph_runner(calls: Sequence[Call], launches: int) -> GraphRunner:

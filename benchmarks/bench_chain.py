@@ -1,0 +1,19 @@
+"""Chain rejection sampling in probability space (classic and one-hot): ours vs plain PyTorch, SGLang,
+vLLM and FlashInfer (when importable), at the issue-4 target shapes in fp32 and bf16.
+
+Each test times CUDA-graph replays inside benchmark.pedantic (benchmarks/suite.py); GPU microseconds per
+launch, the do_bench median, the floor and the floor fraction are in extra_info. Skipped without a GPU.
+"""
+
+import pytest
+
+from benchmarks.suite import params, run_benchmark
+
+pytestmark = pytest.mark.gpu
+
+KERNELS = ("chain", "chain_onehot")
+
+
+@pytest.mark.parametrize(("case", "provider"), params(KERNELS))
+def test_chain(benchmark, bench_session, case, provider):
+    run_benchmark(benchmark, bench_session, case, provider)
