@@ -15,11 +15,12 @@ above 20 until that worst case, computed exactly from the Poisson law, is <= alp
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ._checks import as_counts, as_probs, failure_message
 from .certificate import Certificate
@@ -69,9 +70,12 @@ def pool_by_expected(probs, n: int, min_expected: float = MIN_EXPECTED) -> CellM
     last cell. Categories with p = 0 are left out (cell -1): they belong to the zero-mass check.
     Deterministic in (probs, n, min_expected).
     """
-    p = as_probs(probs)
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
+    return _pool(as_probs(probs), n, min_expected)
+
+
+def _pool(p: np.ndarray, n: int, min_expected: float) -> CellMap:
     order = np.argsort(-p, kind="stable")
     order = order[p[order] > 0]
     cell_of = np.full(p.shape[0], -1, dtype=np.int64)
@@ -92,7 +96,7 @@ def pool_by_expected(probs, n: int, min_expected: float = MIN_EXPECTED) -> CellM
     member_arrays = [np.asarray(m, dtype=np.int64) for m in members]
     for c, m in enumerate(member_arrays):
         cell_of[m] = c
-    cell_probs = np.asarray([p[m].sum() for m in member_arrays], dtype=np.float64)
+    cell_probs = np.bincount(cell_of[cell_of >= 0], weights=p[cell_of >= 0], minlength=len(member_arrays))
     return CellMap(cell_of, member_arrays, cell_probs, float(min_expected))
 
 
@@ -104,6 +108,7 @@ def _poisson_skew_tail(expected: float, t: float) -> float:
     return float(upper + lower)
 
 
+@functools.lru_cache(maxsize=1024)
 def gof_policy(alpha_chi: float) -> tuple[float, float]:
     """(pooling floor, nominal chi-square level) that keep the pooled chi-square's real false-fail
     rate under alpha_chi: nominal = alpha_chi / TAIL_SAFETY, floor = smallest of 20, 30, 50, 100,
@@ -163,14 +168,18 @@ def chisquare_gof(
     n = int(c.sum())
     if n < 1:
         raise ValueError("counts must contain at least one observation")
-    cells = pool_by_expected(p, n, min_expected) if cells is None else cells
+    return _chisquare(c, p, _pool(p, n, min_expected) if cells is None else cells)
+
+
+def _chisquare(c: np.ndarray, p: np.ndarray, cells: CellMap) -> ChiSquareResult:
+    n = int(c.sum())
     observed = cells.pool(c)
     expected = n * cells.probs
     df = cells.num_cells - 1
     if df < 1:
         return ChiSquareResult(0.0, 0, 1.0, cells, observed, expected)
     statistic = float(np.sum((observed - expected) ** 2 / expected))
-    return ChiSquareResult(statistic, df, float(stats.chi2.sf(statistic, df)), cells, observed, expected)
+    return ChiSquareResult(statistic, df, float(special.chdtrc(df, statistic)), cells, observed, expected)
 
 
 @dataclass
@@ -193,8 +202,8 @@ def binomial_two_sided_pvalues(counts, n: int, probs) -> np.ndarray:
     Valid (super-uniform) at every n and p: P(p-value <= a) <= a under the null."""
     c = np.asarray(counts, dtype=np.float64)
     p = np.asarray(probs, dtype=np.float64)
-    low = stats.binom.cdf(c, n, p)
-    high = stats.binom.sf(c - 1, n, p)
+    low = special.bdtr(c, n, p)
+    high = np.where(c >= 1, special.bdtrc(c - 1, n, p), 1.0)
     return np.minimum(1.0, 2.0 * np.minimum(low, high))
 
 
@@ -206,8 +215,12 @@ def exact_cellwise_binomial(counts, probs, *, alpha: float, categories=None) -> 
     """
     p = as_probs(probs)
     c = as_counts(counts, size=p.shape[0])
-    n = int(c.sum())
     cats = np.flatnonzero(p > 0) if categories is None else np.asarray(categories, dtype=np.int64)
+    return _cellwise(c, p, alpha, cats)
+
+
+def _cellwise(c: np.ndarray, p: np.ndarray, alpha: float, cats: np.ndarray) -> CellwiseResult:
+    n = int(c.sum())
     if cats.size == 0:
         return CellwiseResult(cats, np.zeros(0), alpha)
     pvals = binomial_two_sided_pvalues(c[cats], n, p[cats])
@@ -247,21 +260,27 @@ def assert_zero_mass(counts, probs, *, seed: int | None = None, label: str = "")
 def gof_design(n: int, probs, *, eps: float | None, alpha: float, beta: float) -> dict:
     """The design `assert_gof` uses for n draws against probs: alpha split, pooling floor, cells,
     required n. Pure function of (n, probs, eps, alpha, beta); no data."""
-    p = as_probs(probs)
+    return _design(n, as_probs(probs), eps, alpha, beta)
+
+
+def _design(n: int, p: np.ndarray, eps: float | None, alpha: float, beta: float) -> dict:
     positive = int(np.count_nonzero(p > 0))
     floor0, _ = gof_policy(alpha)
     sparse0 = np.flatnonzero((p > 0) & (n * p < floor0))
     alpha_chi = alpha / 2 if sparse0.size else alpha
     floor, nominal = gof_policy(alpha_chi)
-    cells = pool_by_expected(p, n, floor)
+    cells = _pool(p, n, floor)
     sparse = np.flatnonzero((p > 0) & (n * p < floor))
     alpha_cells = alpha - alpha_chi
     if eps is None:
         required = None
-    elif positive <= 1 or cells.num_cells < 2:
-        # a (near-)point mass: any law at TV >= eps puts >= eps outside the support or the head;
-        # the zero-mass / exact binomial tests see it; require (1 - eps)^n <= beta
+    elif positive <= 1:
+        # a point mass: any law at TV >= eps puts mass >= eps on zero-probability categories, which
+        # the zero-mass check sees with probability 1 - (1 - eps)^n >= 1 - beta
         required = math.ceil(math.log(1 / beta) / eps)
+    elif cells.num_cells < 2:
+        # n too small to form two pooled cells: nothing testable yet; ask for at least twice n
+        required = max(chi2_min_samples(2, eps, nominal, beta), 2 * n)
     else:
         required = chi2_min_samples(cells.num_cells, eps, nominal, beta)
     return {
@@ -316,7 +335,7 @@ def run_gof(
         raise ValueError(f"need 0 < alpha, beta < 1 and eps > 0, got alpha={alpha}, beta={beta}, eps={eps}")
     if n < 1:
         raise ValueError("counts must contain at least one observation")
-    d = gof_design(n, p, eps=eps, alpha=alpha, beta=beta)
+    d = _design(n, p, eps, alpha, beta)
     return _run(c, p, d, seed, label)
 
 
@@ -345,7 +364,7 @@ def assert_gof(
     if n < 1:
         raise ValueError("counts must contain at least one observation")
     tag = f" ({label})" if label else ""
-    d = gof_design(n, p, eps=eps, alpha=alpha, beta=beta)
+    d = _design(n, p, eps, alpha, beta)
     if n < d["required_n"]:
         raise AssertionError(
             failure_message(
@@ -363,8 +382,8 @@ def _run(c: np.ndarray, p: np.ndarray, d: dict, seed: int | None, label: str) ->
     n = int(c.sum())
     tag = f" ({label})" if label else ""
     zero = assert_zero_mass(c, p, seed=seed, label=label)
-    chi = chisquare_gof(c, p, cells=d["cells"])
-    cellwise = exact_cellwise_binomial(c, p, alpha=max(d["alpha_cells"], 1e-300), categories=d["sparse"])
+    chi = _chisquare(c, p, d["cells"])
+    cellwise = _cellwise(c, p, max(d["alpha_cells"], 1e-300), d["sparse"])
     chi_ok = chi.p_value > d["nominal_chi"]
     cells_ok = cellwise.rejected.size == 0
     keys = ("alpha_chi", "nominal_chi", "alpha_cells", "min_expected", "k", "k_positive", "k_pooled")

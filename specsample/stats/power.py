@@ -10,6 +10,7 @@ accuracy of the noncentral approximation (which the pooling rule in gof.py keeps
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -21,6 +22,7 @@ def chi2_threshold(df: int, alpha: float) -> float:
     return float(stats.chi2.isf(alpha, df))
 
 
+@functools.lru_cache(maxsize=4096)
 def _lambda_for_power(df: int, alpha: float, beta: float) -> float:
     # smallest noncentrality lambda with P(ncx2(df, lambda) < t) <= beta (power >= 1 - beta)
     if not 0 < alpha < 1 or not 0 < beta < 1:
