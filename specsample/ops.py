@@ -181,7 +181,9 @@ if hasattr(_gumbel, "sample_from_logits"):
         probs_out: Tensor | None = None,
     ) -> Tensor:
         """`specsample.sample_from_logits` as an op; writes `probs_out` in place when given."""
-        return _gumbel.sample_from_logits(logits, temperature, seeds=seeds, offsets=offsets, probs_out=probs_out)
+        return _gumbel.sample_from_logits(
+            logits, temperature, seeds=seeds, offsets=offsets, probs_out=probs_out
+        )
 
     def _sample_from_logits_fake(logits, temperature, seeds, offsets, probs_out=None):
         return torch.empty((logits.shape[0],), dtype=torch.int64, device=logits.device)

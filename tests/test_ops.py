@@ -68,7 +68,10 @@ def fast_sample_inputs(gen, device, batch=7, vocab=41, num_samples=1):
 
 CASES = {
     "chain-classic": ("chain_rejection_sample", lambda g, d: chain_inputs(g, d)),
-    "chain-onehot-ragged": ("chain_rejection_sample", lambda g, d: chain_inputs(g, d, classic=False, ragged=True)),
+    "chain-onehot-ragged": (
+        "chain_rejection_sample",
+        lambda g, d: chain_inputs(g, d, classic=False, ragged=True),
+    ),
     "chain-seeded": ("chain_rejection_sample", chain_seeded_inputs),
     "logits-classic": ("rejection_sample_logits", lambda g, d: logits_inputs(g, d)),
     "logits-onehot": ("rejection_sample_logits", lambda g, d: logits_inputs(g, d, classic=False)),
@@ -89,8 +92,9 @@ def _as_tuple(res):
 
 def _assert_same(got, want, what):
     assert len(got) == len(want), f"{what}: {len(got)} outputs, expected {len(want)}"
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert a.shape == b.shape and a.dtype == b.dtype, f"{what}[{i}]: {a.shape}/{a.dtype} vs {b.shape}/{b.dtype}"
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        meta = f"{what}[{i}]: {a.shape}/{a.dtype} vs {b.shape}/{b.dtype}"
+        assert a.shape == b.shape and a.dtype == b.dtype, meta
         assert torch.equal(a, b), f"{what}[{i}] differs:\n{a}\nvs\n{b}"
 
 
@@ -127,7 +131,9 @@ def test_op_equals_launcher(case, gen, device):
 def _pipeline(p, x, q, u, lg, dl, temperature, seeds, offsets, probs):
     """One function calling every op plus ordinary torch ops around them (what an engine compiles)."""
     tokens, num_accepted, fallback, valid = OPS.chain_rejection_sample(p, x, q, uniforms=u)
-    lt, la, _, lv = OPS.rejection_sample_logits(lg, x, dl, temperature=temperature, seeds=seeds, offsets=offsets)
+    lt, la, _, lv = OPS.rejection_sample_logits(
+        lg, x, dl, temperature=temperature, seeds=seeds, offsets=offsets
+    )
     sp, si = OPS.fast_sample(probs, 2, seeds=seeds, offsets=offsets)
     emitted = tokens.gather(1, num_accepted.long()[:, None]).squeeze(1)
     return tokens, emitted + 1, valid & ~fallback, lt, la * 2, lv, sp * 1.0, si
@@ -177,7 +183,7 @@ def test_cuda_graph_capture_replays_with_fresh_inputs(gen, device):
         static_out = _pipeline(*static)
     for step in range(3):
         fresh = _pipeline_inputs(gen, device)
-        for dst, src in zip(static, fresh):
+        for dst, src in zip(static, fresh, strict=True):
             if dst is not None:
                 dst.copy_(src)
         static[8].add_(step)  # offsets advanced in place between steps
