@@ -1,0 +1,422 @@
+"""Gumbel-max (exponential race) sampling: `fast_sample`, `sample_from_logits`, `renorm_draft_probs`.
+
+The race. With E_v ~ Exp(1) i.i.d., `argmax_v p_v / E_v` is a draw from p / sum(p) (the same law as
+`torch.multinomial`), and the top-n of the same scores in decreasing order is a draw of n tokens
+without replacement in Plackett-Luce order. Nothing in it asserts on the data, so it can be
+captured in a CUDA graph and replayed.
+
+Noise. Token v of request b draws E_v from word (v % 4) of the Philox4x32-10 block
+philox(seed_b, offset_b, index = v // 4, STREAM_GUMBEL, position = 0) (numpy twin:
+`specsample.reference.philox.gumbel_exponentials`): one Philox call feeds four tokens, and a
+request's noise does not depend on the batch, the tile size or the number of programs.
+
+Two phases, so the vocabulary is spread over many programs at any batch size:
+  1. grid (row blocks, vocabulary chunks): each program streams its chunk once and writes the
+     chunk's best (score, index), or its top-n, to a small workspace;
+  2. grid (row blocks,): merges the chunk candidates of each row (tiny) and gathers p at the winner.
+
+Edge semantics (every reference in `specsample.reference.gumbel` mirrors them):
+  - zero, negative, NaN and +-inf probabilities have no mass and never win, nor do lanes past V;
+  - a row with no positive finite mass returns index -1 and sample_p 0 (for n > 1: slots beyond
+    the number of positive-mass tokens are -1 / 0);
+  - ties in score go to the smallest token id;
+  - a positive probability whose score p / E underflows float32 (p below ~1e-38 * E) cannot win.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import libdevice
+
+from specsample.kernels._launch import check_device, interpreting
+from specsample.kernels.philox import STREAM_GUMBEL, philox_words
+
+MAX_SAMPLES = 64  # largest num_samples (top-n extraction is unrolled n times)
+_PROB_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+_SEED_HIGH = 2**62  # generator path: seeds and offsets drawn uniformly from [0, 2^62)
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared device helpers
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _exponential_noise(word, FAST_LOG2: tl.constexpr):
+    """Exp(1) = -ln(1 - t), t = (word + 1/2) 2^-32: the same function of the word as
+    `philox.exponential_from_word` (float64 twin `reference.philox.exponential_from_word`), with
+    one logarithm and no division.
+      y = (~word + 1/2) 2^-32 = 1 - t     (rounded to float32: relative error <= 2^-24)
+      x = (word + 1/2) 2^-32 = t          (relative error <= 2^-23)
+      t < 1/16:   E = x (1 + x/2 + x^2/3 + ... + x^5/6)      truncation <= 2^-24 / 7 relative
+      t >= 1/16:  E = -ln(y)                                  E >= 0.0645
+    Small E (a rare token's win) never goes through a logarithm of a number near 1, so it keeps
+    full relative precision even with the hardware's approximate log2 (FAST_LOG2: absolute error
+    ~2^-22, so relative error <= ~3e-6 where E >= 0.0645). E is never 0 nor inf.
+    """
+    y = (word ^ 0xFFFFFFFF).to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
+    x = word.to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
+    if FAST_LOG2:
+        log2_y = libdevice.fast_log2f(y)
+    else:
+        log2_y = tl.log2(y)
+    series = x * 0.16666666666666666 + 0.2
+    series = x * series + 0.25
+    series = x * series + 0.3333333333333333
+    series = x * series + 0.5
+    series = x * series + 1.0
+    return tl.where(x < 0.0625, x * series, log2_y * -0.6931471805599453)
+
+
+@triton.jit
+def _race_tile(
+    row_base,
+    stride_v,
+    V,
+    row_ok,
+    seed,
+    offset,
+    tile_start,
+    GROUPS: tl.constexpr,
+    UNIT_STRIDE_V: tl.constexpr,
+    FAST_LOG2: tl.constexpr,
+):
+    """Probabilities and noise of tokens tile_start + [0, 4 GROUPS) as four [R, GROUPS] pairs
+    (p_j, E_j), j = token % 4: one vectorised [R, GROUPS, 4] load and one Philox call per group.
+    p is the input converted to float32 (lanes >= V: 0), not yet cleaned of NaN / inf."""
+    group = tile_start // 4 + tl.arange(0, GROUPS)  # int32: token ids < V < 2^31
+    cols = group[None, :, None] * 4 + tl.arange(0, 4)[None, None, :]  # [1, G, 4]
+    mask = row_ok[:, None, None] & (cols < V)
+    if UNIT_STRIDE_V:
+        where = cols
+    else:
+        where = cols.to(tl.int64) * stride_v
+    p = tl.load(row_base[:, :, None] + where, mask=mask, other=0.0).to(tl.float32)
+    # [R, G, 4] -> [R, G, 2, 2]; split takes the minor axis: token 4g + 2i + k -> (i, k)
+    p_even, p_odd = tl.split(tl.reshape(p, (p.shape[0], GROUPS, 2, 2)))
+    p0, p2 = tl.split(p_even)
+    p1, p3 = tl.split(p_odd)
+    w0, w1, w2, w3 = philox_words(seed, offset, group[None, :] + seed * 0, STREAM_GUMBEL, seed * 0)
+    e0 = _exponential_noise(w0, FAST_LOG2)
+    e1 = _exponential_noise(w1, FAST_LOG2)
+    e2 = _exponential_noise(w2, FAST_LOG2)
+    e3 = _exponential_noise(w3, FAST_LOG2)
+    return p0, p1, p2, p3, e0, e1, e2, e3
+
+
+@triton.jit
+def _race_step(best_p, best_e, best_index, p, e, index):
+    """Keep (p, e, index) where p / e beats best_p / best_e, compared by cross-multiplication (no
+    division); strict, so on a tie the earlier (smaller) id stays. best starts at (0, 1), so
+    p <= 0 and NaN never win, and +inf is excluded explicitly: only 0 < p < inf has mass."""
+    take = (p < float("inf")) & (p * best_e > best_p * e)
+    return tl.where(take, p, best_p), tl.where(take, e, best_e), tl.where(take, index, best_index)
+
+
+@triton.jit
+def _race_score(p, e):
+    """p / e where 0 < p < inf, else 0 (a winner needs score > 0)."""
+    return tl.where((p > 0.0) & (p < float("inf")), p / e, 0.0)
+
+
+@triton.jit
+def _row_seeds(seeds_ptr, offsets_ptr, rows, row_ok, seed_stride, offset_stride):
+    seed = tl.load(seeds_ptr + rows * seed_stride, mask=row_ok, other=0)
+    offset = tl.load(offsets_ptr + rows * offset_stride, mask=row_ok, other=0)
+    return seed.to(tl.int64)[:, None], offset.to(tl.int64)[:, None]
+
+
+@triton.jit
+def _store_top_n(
+    score,
+    index,
+    out_score_ptr,
+    out_index_ptr,
+    rows,
+    row_ok,
+    slot_base,
+    NUM_SAMPLES: tl.constexpr,
+    NO_INDEX: tl.constexpr,
+):
+    """Write the top NUM_SAMPLES (score, index) of each row of `score` [R, C] in decreasing score,
+    ties by smallest index, to out_*[rows, slot_base + j]. Extracted entries are knocked out."""
+    for j in tl.static_range(NUM_SAMPLES):
+        best = tl.max(score, axis=1)
+        pick = tl.min(tl.where(score == best[:, None], index, NO_INDEX), axis=1)
+        tl.store(out_score_ptr + slot_base + j, best, mask=row_ok)
+        tl.store(out_index_ptr + slot_base + j, pick, mask=row_ok)
+        score = tl.where(index == pick[:, None], -3.0, score)
+
+
+# ----------------------------------------------------------------------------------------------
+# fast_sample: phase 1 (chunk candidates) and phase 2 (merge)
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _race_chunk_kernel(
+    probs_ptr,  # [B, V] fp32/bf16/fp16, strides (stride_b, stride_v)
+    seeds_ptr,  # [B] int64 (stride seed_stride, 0 to broadcast)
+    offsets_ptr,  # [B] int64 (stride offset_stride)
+    part_score_ptr,  # [B, num_chunks * NUM_SAMPLES] fp32: chunk candidates' scores (<= 0: none)
+    part_index_ptr,  # [B, num_chunks * NUM_SAMPLES] int32: their token ids
+    B,
+    V,
+    stride_b,
+    stride_v,
+    seed_stride,
+    offset_stride,
+    tiles_per_chunk,
+    num_parts,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    NUM_SAMPLES: tl.constexpr,
+    UNIT_STRIDE_V: tl.constexpr,
+    FAST_LOG2: tl.constexpr,
+):
+    # score_v = p_v / E_v over tokens with 0 < p_v < inf (others: p := 0, never a winner, since a
+    # winner needs score > 0). n = 1: per lane, a running best (p, E, id) over the chunk's tiles
+    # compared by cross-multiplication; one division and one reduction per lane at the end.
+    # n > 1 (one tile per chunk): the tile's top-n by n max-extractions, ties to the smallest id.
+    GROUPS: tl.constexpr = BLOCK_V // 4
+    NO_INDEX: tl.constexpr = 2147483647
+    row_block = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1).to(tl.int64)
+    rows = row_block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    row_ok = rows < B
+    seed, offset = _row_seeds(seeds_ptr, offsets_ptr, rows, row_ok, seed_stride, offset_stride)
+    row_base = probs_ptr + rows[:, None] * stride_b
+    slot_base = rows * num_parts + chunk * NUM_SAMPLES
+    token = tl.arange(0, GROUPS)[None, :] * 4  # [1, G]: token id - tile_start of word 0
+
+    if NUM_SAMPLES == 1:
+        best_p = tl.zeros((BLOCK_ROWS, GROUPS), tl.float32)
+        best_e = tl.full((BLOCK_ROWS, GROUPS), 1.0, tl.float32)
+        best_index = tl.zeros((BLOCK_ROWS, GROUPS), tl.int32)
+        for t in range(0, tiles_per_chunk):
+            tile_start = (chunk.to(tl.int32) * tiles_per_chunk + t) * BLOCK_V
+            p0, p1, p2, p3, e0, e1, e2, e3 = _race_tile(
+                row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V, FAST_LOG2
+            )
+            index = tile_start + token
+            best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p0, e0, index)
+            best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p1, e1, index + 1)
+            best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p2, e2, index + 2)
+            best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p3, e3, index + 3)
+        score = best_p / best_e
+        top = tl.max(score, axis=1)
+        pick = tl.min(tl.where(score == top[:, None], best_index, NO_INDEX), axis=1)
+        tl.store(part_score_ptr + slot_base, top, mask=row_ok)
+        tl.store(part_index_ptr + slot_base, pick, mask=row_ok)
+    else:
+        tile_start = chunk.to(tl.int32) * BLOCK_V
+        p0, p1, p2, p3, e0, e1, e2, e3 = _race_tile(
+            row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V, FAST_LOG2
+        )
+        # back to token order: join appends a minor axis, so join(join(a0, a2), join(a1, a3))
+        # reshaped row-major lists a0, a1, a2, a3 of each group in turn
+        score = tl.join(
+            tl.join(_race_score(p0, e0), _race_score(p2, e2)),
+            tl.join(_race_score(p1, e1), _race_score(p3, e3)),
+        )
+        score = tl.reshape(score, (BLOCK_ROWS, BLOCK_V))
+        index = (tile_start + tl.arange(0, BLOCK_V)).to(tl.int32)[None, :] + (rows * 0).to(tl.int32)[:, None]
+        _store_top_n(
+            score, index, part_score_ptr, part_index_ptr, rows, row_ok, slot_base, NUM_SAMPLES, NO_INDEX
+        )
+
+
+@triton.jit
+def _race_merge_kernel(
+    part_score_ptr,  # [B, num_parts] fp32 from _race_chunk_kernel
+    part_index_ptr,  # [B, num_parts] int32
+    probs_ptr,  # [B, V] (strides stride_b, stride_v): gathered at the winners
+    sample_p_ptr,  # [B, NUM_SAMPLES] probs dtype, contiguous
+    sample_index_ptr,  # [B, NUM_SAMPLES] int64, contiguous
+    B,
+    stride_b,
+    stride_v,
+    num_parts,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_PARTS: tl.constexpr,
+    NUM_SAMPLES: tl.constexpr,
+):
+    # Global top-n = top-n of the union of the chunks' top-n. Winner valid iff its score > 0.
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    row_ok = rows < B
+    part = tl.arange(0, BLOCK_PARTS)
+    mask = row_ok[:, None] & (part < num_parts)[None, :]
+    where = rows[:, None] * num_parts + part[None, :]
+    score = tl.load(part_score_ptr + where, mask=mask, other=-3.0)
+    index = tl.load(part_index_ptr + where, mask=mask, other=2147483647)
+    NO_INDEX: tl.constexpr = 2147483647
+    for j in tl.static_range(NUM_SAMPLES):
+        top = tl.max(score, axis=1)
+        pick = tl.min(tl.where(score == top[:, None], index, NO_INDEX), axis=1)
+        found = top > 0.0
+        token = tl.where(found, pick, -1).to(tl.int64)
+        p = tl.load(probs_ptr + rows * stride_b + token * stride_v, mask=row_ok & found, other=0.0)
+        tl.store(sample_index_ptr + rows * NUM_SAMPLES + j, token, mask=row_ok)
+        tl.store(sample_p_ptr + rows * NUM_SAMPLES + j, p, mask=row_ok)
+        score = tl.where((index == pick[:, None]) & (score == top[:, None]), -3.0, score)
+
+
+class RaceTiling(NamedTuple):
+    """How a launch splits the work: rows per program, tile width, tiles per vocabulary chunk."""
+
+    block_rows: int
+    block_v: int
+    tiles_per_chunk: int
+    num_warps: int
+
+
+def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
+    """Default tiling. GPU: one row per program, 1-2k-token tiles, chunks sized so the grid has
+    >= ~8 programs per SM (132 SMs on an H200) without chunks shorter than a tile.
+    Interpreter: hundreds of rows per program and a single chunk (cost is per program and per op)."""
+    if interpreting():
+        block_v = min(triton.next_power_of_2(max(vocab, 4)), 1024)
+        block_rows = min(triton.next_power_of_2(max(num_rows, 1)), max(1, 2**18 // block_v), 1024)
+        tiles = 1 if num_samples > 1 else triton.cdiv(vocab, block_v)
+        return RaceTiling(block_rows, block_v, tiles, 4)
+    block_v = 2048 if vocab >= 2048 else triton.next_power_of_2(max(vocab, 4))
+    if num_samples > 1:
+        return RaceTiling(1, block_v, 1, 4)
+    tiles_total = triton.cdiv(vocab, block_v)
+    target_programs = 132 * 8
+    chunks = max(1, min(tiles_total, triton.cdiv(target_programs, max(num_rows, 1))))
+    return RaceTiling(1, block_v, triton.cdiv(tiles_total, chunks), 4)
+
+
+def _check_seed_tensor(name: str, t, batch: int, device: torch.device) -> int:
+    """Validate a per-request int64 tensor ([B], [1] or 0-d) and return its element stride."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(
+            f"{name} must be an int64 torch.Tensor of shape [B] (a Python int would be frozen into a "
+            f"CUDA graph), got {type(t).__name__}"
+        )
+    if t.dtype != torch.int64:
+        raise TypeError(f"{name} must have dtype torch.int64, got {t.dtype}")
+    if t.device != device:
+        raise ValueError(f"{name} is on {t.device} but the input is on {device}")
+    if t.dim() == 0 or (t.dim() == 1 and t.shape[0] == 1):
+        return 0
+    if t.dim() != 1 or t.shape[0] != batch:
+        raise ValueError(f"{name} must have shape [B] = [{batch}] (or [1]), got {list(t.shape)}")
+    return t.stride(0)
+
+
+def _resolve_randomness(batch, device, generator, seeds, offsets):
+    """(seeds, offsets, seed_stride, offset_stride) for the launch; draws them on the device from
+    `generator` (or torch's default generator) when none are given: graph-safe, fresh per replay."""
+    if (seeds is None) != (offsets is None):
+        raise ValueError("seeds and offsets must be given together (or neither)")
+    if seeds is None:
+        drawn = torch.randint(
+            0, _SEED_HIGH, (2, batch), generator=generator, device=device, dtype=torch.int64
+        )
+        return drawn[0], drawn[1], 1, 1
+    if generator is not None:
+        raise ValueError("pass either generator or seeds/offsets, not both")
+    seed_stride = _check_seed_tensor("seeds", seeds, batch, device)
+    offset_stride = _check_seed_tensor("offsets", offsets, batch, device)
+    return seeds, offsets, seed_stride, offset_stride
+
+
+def fast_sample(probs, num_samples=1, *, generator=None, seeds=None, offsets=None):
+    """Sample `num_samples` tokens per row of `probs` by the exponential race.
+
+    probs        [B, V] float32/bfloat16/float16, any strides; need not be normalised. Entries
+                 that are zero, negative, NaN or +-inf have no mass.
+    num_samples  n in [1, 64]: n = 1 is one draw from p / sum(p); n > 1 is a draw without
+                 replacement in Plackett-Luce order (the law of torch.multinomial(replacement=False)).
+    seeds, offsets  int64 tensors [B] (or [1], broadcast): row b's noise is the Philox stream
+                 keyed by (seeds[b], offsets[b]), see the module docstring: deterministic,
+                 batch-invariant, CUDA-graph safe (advance `offsets` in place between steps).
+    generator    otherwise seeds/offsets are drawn on the device with torch.randint(generator=...)
+                 (torch's default generator when None): fresh on every CUDA-graph replay.
+
+    Returns (sample_p, sample_index):
+      sample_p      [B, n], dtype of probs: probs[b, sample_index[b, j]] (exact), 0 where the index is -1;
+      sample_index  [B, n] int64 token ids; -1 when the row has fewer than j + 1 positive-mass tokens
+                    (all -1 for a row with no positive finite mass). Ties go to the smallest id.
+    Never synchronises with the host.
+    """
+    return _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None)
+
+
+def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling: RaceTiling | None):
+    if not isinstance(probs, torch.Tensor):
+        raise TypeError(f"probs must be a torch.Tensor, got {type(probs).__name__}")
+    if probs.dim() != 2:
+        raise ValueError(f"probs must have shape [B, V], got {list(probs.shape)}")
+    if probs.dtype not in _PROB_DTYPES:
+        raise TypeError(f"probs must be float32, bfloat16 or float16, got {probs.dtype}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int):
+        raise TypeError(f"num_samples must be an int, got {type(num_samples).__name__}")
+    if not 1 <= num_samples <= MAX_SAMPLES:
+        raise ValueError(f"num_samples must be in [1, {MAX_SAMPLES}], got {num_samples}")
+    check_device("probs", probs)
+    batch, vocab = probs.shape
+    if vocab < 1:
+        raise ValueError(f"probs must have V >= 1 columns, got V = {vocab}")
+    if vocab >= 2**31 - 1:
+        raise ValueError(f"V must be below 2^31 - 1 (token ids are int32 in the workspace), got {vocab}")
+    seeds, offsets, seed_stride, offset_stride = _resolve_randomness(
+        batch, probs.device, generator, seeds, offsets
+    )
+    sample_p = torch.zeros((batch, num_samples), dtype=probs.dtype, device=probs.device)
+    sample_index = torch.full((batch, num_samples), -1, dtype=torch.int64, device=probs.device)
+    if batch == 0:
+        return sample_p, sample_index
+    tiling = tiling or race_tiling(batch, vocab, num_samples)
+    if num_samples > 1 and tiling.tiles_per_chunk != 1:
+        raise ValueError(f"num_samples > 1 needs one tile per chunk, got {tiling.tiles_per_chunk}")
+    num_chunks = triton.cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
+    num_parts = num_chunks * num_samples
+    part_score = torch.empty((batch, num_parts), dtype=torch.float32, device=probs.device)
+    part_index = torch.empty((batch, num_parts), dtype=torch.int32, device=probs.device)
+    row_blocks = triton.cdiv(batch, tiling.block_rows)
+    _race_chunk_kernel[(row_blocks, num_chunks)](
+        probs,
+        seeds,
+        offsets,
+        part_score,
+        part_index,
+        batch,
+        vocab,
+        probs.stride(0),
+        probs.stride(1),
+        seed_stride,
+        offset_stride,
+        tiling.tiles_per_chunk,
+        num_parts,
+        BLOCK_ROWS=tiling.block_rows,
+        BLOCK_V=tiling.block_v,
+        NUM_SAMPLES=num_samples,
+        UNIT_STRIDE_V=probs.stride(1) == 1,
+        FAST_LOG2=not interpreting(),
+        num_warps=tiling.num_warps,
+    )
+    block_parts = triton.next_power_of_2(num_parts)
+    merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
+    _race_merge_kernel[(triton.cdiv(batch, merge_rows),)](
+        part_score,
+        part_index,
+        probs,
+        sample_p,
+        sample_index,
+        batch,
+        probs.stride(0),
+        probs.stride(1),
+        num_parts,
+        BLOCK_ROWS=merge_rows,
+        BLOCK_PARTS=block_parts,
+        NUM_SAMPLES=num_samples,
+        num_warps=4,
+    )
+    return sample_p, sample_index
