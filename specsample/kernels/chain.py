@@ -30,7 +30,8 @@ from specsample.kernels.result import SampleResult
 _PROB_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _ID_DTYPES = (torch.int32, torch.int64)
 _GPU_SMS = 132  # H200; only used to size the vocabulary split
-_INTERP_TILE_ELEMENTS = 1 << 18  # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter
+# elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
+_INTERP_TILE_ELEMENTS = 1 << 20
 
 
 # ----------------------------------------------------------------------------------------------
@@ -46,16 +47,16 @@ def _clean(values):
 
 
 @triton.jit
-def _uniform(col, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED: tl.constexpr):
-    """u[rows, col]: loaded from the uniforms tensor, or word 0 of Philox(seed, offset,
-    index=col, STREAM_CHAIN_UNIFORM, position=0) (reference.philox.chain_uniforms)."""
+def _uniforms(cols, rows, mask, u_ptr, su_b, su_k, seed, offset, SEEDED: tl.constexpr):
+    """u[rows, cols] for a column block `cols` broadcast against `rows` (and `seed`/`offset`):
+    loaded from the uniforms tensor, or word 0 of Philox(seed, offset, index=col,
+    STREAM_CHAIN_UNIFORM, position=0) (reference.philox.chain_uniforms)."""
     if SEEDED:
-        zero = rows * 0
-        w0, _, _, _ = philox_words(seed, offset, zero + col, STREAM_CHAIN_UNIFORM, zero)
+        index = cols + rows * 0
+        w0, _, _, _ = philox_words(seed, offset, index, STREAM_CHAIN_UNIFORM, index * 0)
         return uniform_from_word(w0)
     else:
-        ptrs = u_ptr + rows * su_b + (rows * 0 + col) * su_k
-        return tl.load(ptrs, mask=row_ok, other=0.0).to(tl.float32)
+        return tl.load(u_ptr + rows * su_b + cols * su_k, mask=mask, other=0.0).to(tl.float32)
 
 
 @triton.jit
@@ -117,6 +118,7 @@ def _chain_partials_kernel(
     SEEDED: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
+    KP1_POW2: tl.constexpr,
 ):  # fmt: skip
     # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and u_i q(x_i) < p(x_i)
     #                                          (one-hot) u_i < p(x_i); a = first rejection (or n).
@@ -127,23 +129,20 @@ def _chain_partials_kernel(
     n, seed, offset = _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
                                  K, RAGGED, SEEDED)  # fmt: skip
 
-    alive = row_ok
-    a = rows * 0
-    x_j = rows * 0 - 1  # draft id at the first rejection (one-hot residual), -1 if none
-    for i in tl.static_range(K):
-        active = alive & (n > i)
-        x = tl.load(x_ptr + rows * sx_b + (rows * 0 + i) * sx_k, mask=active, other=-1).to(tl.int64)
-        ok = active & (x >= 0) & (x < V)
-        p_x = _clean(tl.load(p_ptr + rows * sp_b + (rows * 0 + i) * sp_k + x * sp_v, mask=ok, other=0.0))
-        u = _uniform(i, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED)
-        if HAS_DRAFT_PROBS:
-            q_x = _clean(tl.load(q_ptr + rows * sq_b + (rows * 0 + i) * sq_k + x * sq_v, mask=ok, other=0.0))
-            accept = ok & (q_x > 0.0) & (u * q_x < p_x)
-        else:
-            accept = ok & (u < p_x)
-        x_j = tl.where(active & ~accept, x, x_j)
-        alive = accept
-        a += accept.to(tl.int64)
+    # all K acceptance tests at once: [BLOCK_ROWS, KP1_POW2] gathers, a = first failed position
+    k = tl.arange(0, KP1_POW2).to(tl.int64)[None, :]
+    used = row_ok[:, None] & (k < n[:, None])
+    x = tl.load(x_ptr + rows[:, None] * sx_b + k * sx_k, mask=used, other=-1).to(tl.int64)
+    ok = used & (x >= 0) & (x < V)
+    p_x = _clean(tl.load(p_ptr + rows[:, None] * sp_b + k * sp_k + x * sp_v, mask=ok, other=0.0))
+    u = _uniforms(k, rows[:, None], used, u_ptr, su_b, su_k, seed[:, None], offset[:, None], SEEDED)
+    if HAS_DRAFT_PROBS:
+        q_x = _clean(tl.load(q_ptr + rows[:, None] * sq_b + k * sq_k + x * sq_v, mask=ok, other=0.0))
+        accept = ok & (q_x > 0.0) & (u * q_x < p_x)
+    else:
+        accept = ok & (u < p_x)
+    a = tl.min(tl.where(accept, KP1_POW2, k), axis=1)  # <= n: positions >= n never accept
+    x_j = tl.sum(tl.where(k == a[:, None], x, 0), axis=1)  # used only where a < n
 
     rejected = a < n
     cols = chunk * BLOCK_V + tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
@@ -211,7 +210,7 @@ def _chain_emit_kernel(
     cum = tl.cumsum(sel, axis=1)
     total = tl.max(cum, axis=1)
     valid = row_ok & (total > 0.0)
-    u_last = _uniform(K, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED)
+    u_last = _uniforms(K, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED)
     target = u_last * total
     crossing = c_ok & (sel > 0.0) & (cum > target[:, None])
     first_chunk = tl.min(tl.where(crossing, c, CHUNKS_POW2), axis=1)
@@ -269,7 +268,7 @@ def _launch_config(batch: int, vocab: int, block_v: int | None):
     vocab_pow2 = triton.next_power_of_2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
-        rows = max(1, min(1024, _INTERP_TILE_ELEMENTS // bv, triton.next_power_of_2(batch)))
+        rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, triton.next_power_of_2(batch)))
         return rows, bv, 4
     if block_v is None:
         block_v = 1024
@@ -392,15 +391,16 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None) ->
 
     seeded = seeds is not None
     has_q = q is not None
-    x_arg = x if x.numel() else p  # never read when K == 0
+    # K == 0: an empty ids tensor may have no storage; the kernels mask every read of this stand-in
+    x_arg = x if x.numel() else torch.full((1, 1), -1, dtype=torch.int32, device=device)
     q_arg = q if has_q and q.numel() else p
     sq = q.stride() if has_q else (0, 0, 0)
     n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
     u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
     s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
     strides = (*p.stride(), *sq, *x.stride(), sn, *su, ss, so)
-    flags = dict(K=num_k, HAS_DRAFT_PROBS=has_q, RAGGED=n is not None, SEEDED=seeded,
-                 BLOCK_ROWS=block_rows, BLOCK_V=block_v)  # fmt: skip
+    flags = dict(K=num_k, HAS_DRAFT_PROBS=has_q, RAGGED=n is not None, SEEDED=seeded, BLOCK_ROWS=block_rows,
+                 BLOCK_V=block_v, KP1_POW2=triton.next_power_of_2(k_plus_1))  # fmt: skip
     row_blocks = triton.cdiv(batch, block_rows)
     _chain_partials_kernel[(row_blocks, num_chunks)](
         p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, accepted, partials,
@@ -410,7 +410,7 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None) ->
         p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, accepted, partials,
         tokens, num_accepted, fallback, valid,
         batch, vocab, num_chunks, *strides, **flags,
-        CHUNKS_POW2=triton.next_power_of_2(num_chunks), KP1_POW2=triton.next_power_of_2(k_plus_1),
+        CHUNKS_POW2=triton.next_power_of_2(num_chunks),
         num_warps=4 if block_v <= 2048 else 8,
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback, valid)
