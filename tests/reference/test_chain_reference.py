@@ -397,3 +397,89 @@ def test_metadata_errors_name_the_argument(kwargs, error, name):
         chain_rejection_reference(
             args.pop("target_probs"), args.pop("draft_token_ids"), args.pop("draft_probs"), **args
         )
+
+
+def _literal_row(p, q, x, u, n):
+    """docs/semantics.md transcribed line by line for one row, scalar Python floats (float64)."""
+    clean = [[v if np.isfinite(v) and v > 0 else 0.0 for v in row] for row in p]
+    clean_q = None if q is None else [[v if np.isfinite(v) and v > 0 else 0.0 for v in row] for row in q]
+    vocab, num_k = len(p[0]), len(x)
+    n = min(max(n, 0), num_k)
+    a = 0
+    for i in range(n):
+        ok = 0 <= x[i] < vocab
+        if clean_q is None:
+            accept = ok and u[i] < clean[i][x[i]]
+        else:
+            accept = ok and clean_q[i][x[i]] > 0 and u[i] * clean_q[i][x[i]] < clean[i][x[i]]
+        if not accept:
+            break
+        a += 1
+    fallback = False
+    if a < n:
+        if clean_q is None:
+            r = list(clean[a])
+            if 0 <= x[a] < vocab:
+                r[x[a]] = 0.0
+        else:
+            r = [max(0.0, pv - qv) for pv, qv in zip(clean[a], clean_q[a], strict=True)]
+        if sum(r) == 0:
+            r, fallback = list(clean[a]), True
+    else:
+        r = list(clean[n])
+    if sum(r) == 0:
+        token, valid = -1, False
+    else:
+        valid, cum, token = True, 0.0, None
+        total = float(np.cumsum(r)[-1])
+        for v, rv in enumerate(r):
+            cum += rv
+            if cum > u[num_k] * total:
+                token = v
+                break
+        if token is None:
+            token = max(v for v, rv in enumerate(r) if rv > 0)
+    return list(x[:a]) + [token] + [-1] * (num_k - a), a, fallback, valid
+
+
+def test_vectorised_reference_matches_literal_semantics(request):
+    """Adversarial rows (entries from {0, 0.25, 0.5, 1, 2, 1e-45, NaN, +-inf, -1}, ids from
+    [-2, V+1] and 2^31-1, uniforms from {0, 0.25, 0.5, 0.75, 1 - 2^-24, random}, ragged counts in
+    [-1, K+1]) so that ties u q = p, empty residuals and dead rows occur often: the vectorised
+    reference equals a line-by-line transcription of docs/semantics.md on every row."""
+    rng = np.random.default_rng(test_seed(request.node.nodeid))
+    rows, num_k, vocab = 3000, 3, 5
+    values = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 1e-45, np.nan, np.inf, -np.inf, -1.0])
+    weights = np.array([4, 5, 5, 3, 1, 1, 1, 1, 1, 1], dtype=float)
+    p = rng.choice(values, size=(rows, num_k + 1, vocab), p=weights / weights.sum())
+    q = rng.choice(values, size=(rows, num_k, vocab), p=weights / weights.sum())
+    ids = np.array([-2, -1, 0, 1, 2, 3, 4, vocab, vocab + 1, 2**31 - 1])
+    x = rng.choice(ids, size=(rows, num_k), p=np.array([1, 1, 4, 4, 4, 4, 4, 1, 1, 1]) / 25)
+    u = rng.choice(
+        np.array([0.0, 0.25, 0.5, 0.75, 1 - 2**-24]), size=(rows, num_k + 1), p=[0.3, 0.2, 0.2, 0.2, 0.1]
+    )
+    fresh = rng.random(u.shape) < 0.3
+    u[fresh] = rng.random(int(fresh.sum()))
+    n = rng.integers(-1, num_k + 2, size=rows)
+    for draft_probs in (q, None):
+        res = chain_rejection_reference(p, x, draft_probs, uniforms=u, num_draft_tokens=n)
+        for b in range(rows):
+            tokens, a, fallback, valid = _literal_row(
+                p[b].tolist(),
+                None if draft_probs is None else q[b].tolist(),
+                x[b].tolist(),
+                u[b].tolist(),
+                int(n[b]),
+            )
+            got = (
+                res.tokens[b].tolist(),
+                int(res.num_accepted[b]),
+                bool(res.fallback[b]),
+                bool(res.valid[b]),
+            )
+            assert got == (tokens, a, fallback, valid), (
+                b,
+                draft_probs is None,
+                got,
+                (tokens, a, fallback, valid),
+            )
