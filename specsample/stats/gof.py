@@ -100,25 +100,33 @@ def _pool(p: np.ndarray, n: int, min_expected: float) -> CellMap:
     return CellMap(cell_of, member_arrays, cell_probs, float(min_expected))
 
 
-def _poisson_skew_tail(expected: float, t: float) -> float:
-    # P((X - E)^2 / E >= t) for X ~ Poisson(E): the 1-df chi-square with one small cell
-    r = math.sqrt(t * expected)
-    upper = stats.poisson.sf(math.ceil(expected + r) - 1, expected)
-    lower = stats.poisson.cdf(math.floor(expected - r), expected) if expected - r >= 0 else 0.0
-    return float(upper + lower)
+def _small_cells_tail(expected: float, t: float) -> float:
+    # P(sum of m independent (X - E)^2 / E >= t), X ~ Poisson(E), worst of m = 1, 2: the chi-square
+    # with one or two small cells next to large ones (whose contribution is ~0), the worst cases
+    # of the asymptotic tail (the large cells only add chi-square df, which is better behaved)
+    half = 12.0 * math.sqrt(expected) + 40.0
+    c = np.arange(max(0, math.floor(expected - half)), math.ceil(expected + half) + 1)
+    pmf = stats.poisson.pmf(c, expected)
+    z2 = (c - expected) ** 2 / expected
+    one = float(pmf[z2 >= t].sum())
+    pair = np.outer(pmf, pmf)
+    t2 = float(stats.chi2.isf(stats.chi2.sf(t, 1), 2))  # the 2-df threshold at the same level
+    two = float(pair[(z2[:, None] + z2[None, :]) >= t2].sum())
+    return max(one, two) + 2e-16 * c.size  # outside the window: < 1e-30 of Poisson mass
 
 
 @functools.lru_cache(maxsize=1024)
 def gof_policy(alpha_chi: float) -> tuple[float, float]:
     """(pooling floor, nominal chi-square level) that keep the pooled chi-square's real false-fail
     rate under alpha_chi: nominal = alpha_chi / TAIL_SAFETY, floor = smallest of 20, 30, 50, 100,
-    200, 500, ... whose exact one-small-cell tail at that nominal threshold is <= alpha_chi / 2."""
+    200, 500, ... at which the exact tail with one or two small cells (Poisson, at the nominal
+    1-df and 2-df thresholds) is <= alpha_chi / 2."""
     if not 0 < alpha_chi < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha_chi!r}")
     nominal = alpha_chi / TAIL_SAFETY
     t = float(stats.chi2.isf(nominal, 1))
     for floor in _FLOOR_LADDER:
-        if _poisson_skew_tail(floor, t) <= alpha_chi / 2:
+        if _small_cells_tail(floor, t) <= alpha_chi / 2:
             return floor, nominal
     return _FLOOR_LADDER[-1], nominal
 
