@@ -237,6 +237,7 @@ def _race_merge_kernel(
     probs_ptr,  # [B, V] (strides stride_b, stride_v): gathered at the winners
     sample_p_ptr,  # [B, NUM_SAMPLES] probs dtype, contiguous
     sample_index_ptr,  # [B, NUM_SAMPLES] int64, contiguous
+    score_ptr,  # [B, NUM_SAMPLES] fp32 winning scores p / E (WRITE_SCORE only; for tests)
     B,
     stride_b,
     stride_v,
@@ -244,6 +245,7 @@ def _race_merge_kernel(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_PARTS: tl.constexpr,
     NUM_SAMPLES: tl.constexpr,
+    WRITE_SCORE: tl.constexpr,
 ):
     # Global top-n = top-n of the union of the chunks' top-n. Winner valid iff its score > 0.
     rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
@@ -262,6 +264,8 @@ def _race_merge_kernel(
         p = tl.load(probs_ptr + rows * stride_b + token * stride_v, mask=row_ok & found, other=0.0)
         tl.store(sample_index_ptr + rows * NUM_SAMPLES + j, token, mask=row_ok)
         tl.store(sample_p_ptr + rows * NUM_SAMPLES + j, p, mask=row_ok)
+        if WRITE_SCORE:
+            tl.store(score_ptr + rows * NUM_SAMPLES + j, top, mask=row_ok)
         score = tl.where((index == pick[:, None]) & (score == top[:, None]), -3.0, score)
 
 
@@ -275,20 +279,24 @@ class RaceTiling(NamedTuple):
 
 
 def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
-    """Default tiling. GPU: one row per program, 1-2k-token tiles, chunks sized so the grid has
-    >= ~8 programs per SM (132 SMs on an H200) without chunks shorter than a tile.
-    Interpreter: hundreds of rows per program and a single chunk (cost is per program and per op)."""
+    """Default tiling. GPU: one row per program; tiles of 2048 tokens (shrunk to 512 while the grid
+    would have fewer than 4 programs per SM, e.g. B = 1), chunks of several tiles sized so the grid
+    has ~8 programs per SM (132 SMs on an H200). Interpreter: hundreds of rows per program and a
+    single chunk per row (its cost is per program and per op, not per element)."""
     if interpreting():
         block_v = min(triton.next_power_of_2(max(vocab, 4)), 1024)
         block_rows = min(triton.next_power_of_2(max(num_rows, 1)), max(1, 2**18 // block_v), 1024)
         tiles = 1 if num_samples > 1 else triton.cdiv(vocab, block_v)
         return RaceTiling(block_rows, block_v, tiles, 4)
-    block_v = 2048 if vocab >= 2048 else triton.next_power_of_2(max(vocab, 4))
+    sms = 132
+    block_v = 2048
+    while block_v > 512 and num_rows * triton.cdiv(vocab, block_v) < 4 * sms:
+        block_v //= 2
+    block_v = min(block_v, max(512, triton.next_power_of_2(vocab)))
     if num_samples > 1:
         return RaceTiling(1, block_v, 1, 4)
     tiles_total = triton.cdiv(vocab, block_v)
-    target_programs = 132 * 8
-    chunks = max(1, min(tiles_total, triton.cdiv(target_programs, max(num_rows, 1))))
+    chunks = max(1, min(tiles_total, triton.cdiv(8 * sms, max(num_rows, 1))))
     return RaceTiling(1, block_v, triton.cdiv(tiles_total, chunks), 4)
 
 
@@ -346,10 +354,12 @@ def fast_sample(probs, num_samples=1, *, generator=None, seeds=None, offsets=Non
                     (all -1 for a row with no positive finite mass). Ties go to the smallest id.
     Never synchronises with the host.
     """
-    return _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None)
+    return _fast_sample(probs, num_samples, generator, seeds, offsets)[:2]
 
 
-def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling: RaceTiling | None):
+def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False):
+    """fast_sample with an explicit tiling; returns (sample_p, sample_index, score) where score
+    [B, n] fp32 holds the winners' p / E when with_score (else None)."""
     if not isinstance(probs, torch.Tensor):
         raise TypeError(f"probs must be a torch.Tensor, got {type(probs).__name__}")
     if probs.dim() != 2:
@@ -372,7 +382,7 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling: RaceTili
     sample_p = torch.zeros((batch, num_samples), dtype=probs.dtype, device=probs.device)
     sample_index = torch.full((batch, num_samples), -1, dtype=torch.int64, device=probs.device)
     if batch == 0:
-        return sample_p, sample_index
+        return sample_p, sample_index, None
     tiling = tiling or race_tiling(batch, vocab, num_samples)
     if num_samples > 1 and tiling.tiles_per_chunk != 1:
         raise ValueError(f"num_samples > 1 needs one tile per chunk, got {tiling.tiles_per_chunk}")
@@ -402,6 +412,9 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling: RaceTili
         FAST_LOG2=not interpreting(),
         num_warps=tiling.num_warps,
     )
+    score = (
+        torch.empty((batch, num_samples), dtype=torch.float32, device=probs.device) if with_score else None
+    )
     block_parts = triton.next_power_of_2(num_parts)
     merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
     _race_merge_kernel[(triton.cdiv(batch, merge_rows),)](
@@ -410,6 +423,7 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling: RaceTili
         probs,
         sample_p,
         sample_index,
+        score if with_score else sample_p,
         batch,
         probs.stride(0),
         probs.stride(1),
@@ -417,6 +431,409 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling: RaceTili
         BLOCK_ROWS=merge_rows,
         BLOCK_PARTS=block_parts,
         NUM_SAMPLES=num_samples,
+        WRITE_SCORE=with_score,
         num_warps=4,
     )
-    return sample_p, sample_index
+    return sample_p, sample_index, score
+
+
+# ----------------------------------------------------------------------------------------------
+# sample_from_logits / renorm_draft_probs: the race in log space, softmax statistics on the side
+# ----------------------------------------------------------------------------------------------
+
+_LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _row_temperature(temperature_ptr, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE: tl.constexpr):
+    """(scale, noise_weight) [R, 1]: log2(e) / T and 1 for T > 0; 1 and 0 (greedy) for T <= 0 or NaN."""
+    if PER_ROW_TEMPERATURE:
+        t = tl.load(temperature_ptr + rows, mask=row_ok, other=1.0).to(tl.float32)
+    else:
+        t = tl.zeros(rows.shape, tl.float32) + temperature_value
+    greedy = ~(t > 0.0)
+    scale = tl.where(greedy, 1.0, 1.4426950408889634 / t)
+    return scale[:, None], tl.where(greedy, 0.0, 1.0)[:, None]
+
+
+@triton.jit
+def _logits_chunk_kernel(
+    logits_ptr,  # [B, V] fp32/bf16/fp16, strides (stride_b, stride_v)
+    temperature_ptr,  # [B] float (PER_ROW_TEMPERATURE), else unused
+    seeds_ptr,  # [B] int64 (stride seed_stride)
+    offsets_ptr,  # [B] int64 (stride offset_stride)
+    part_score_ptr,  # [B, num_chunks] fp32: chunk winner's score s (log2 units), -inf: none
+    part_index_ptr,  # [B, num_chunks] int32: its token id
+    part_max_ptr,  # [B, num_chunks] fp32: max of x = l * log2(e) / T over the chunk's valid tokens
+    part_sum_ptr,  # [B, num_chunks] fp32: sum of 2^(x - part_max) over them
+    temperature_value,
+    B,
+    V,
+    stride_b,
+    stride_v,
+    seed_stride,
+    offset_stride,
+    tiles_per_chunk,
+    num_chunks,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    PER_ROW_TEMPERATURE: tl.constexpr,
+    NOISE: tl.constexpr,
+    UNIT_STRIDE_V: tl.constexpr,
+    FAST_LOG2: tl.constexpr,
+):
+    # x_v = l_v log2(e) / T (T > 0) or l_v (greedy); valid iff -inf < l_v < inf (NaN: no mass).
+    # s_v = x_v - log2(E_v) (NOISE and T > 0), else x_v: argmax s = argmax softmax(l / T)_v / E_v,
+    # the same race as fast_sample on the same Philox words. Strict > keeps the smallest id on ties.
+    # Softmax statistics per chunk: m = max x, sum 2^(x - m), merged online over the tiles.
+    GROUPS: tl.constexpr = BLOCK_V // 4
+    NO_INDEX: tl.constexpr = 2147483647
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    chunk = tl.program_id(1)
+    row_ok = rows < B
+    scale, noise_weight = _row_temperature(
+        temperature_ptr, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE
+    )
+    if NOISE:
+        seed, offset = _row_seeds(seeds_ptr, offsets_ptr, rows, row_ok, seed_stride, offset_stride)
+    row_base = logits_ptr + rows[:, None] * stride_b
+    token = tl.arange(0, GROUPS)[None, :] * 4
+
+    best = tl.full((BLOCK_ROWS, GROUPS), float("-inf"), tl.float32)
+    best_index = tl.zeros((BLOCK_ROWS, GROUPS), tl.int32)
+    run_max = tl.full((BLOCK_ROWS,), float("-inf"), tl.float32)
+    run_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
+    for t in range(0, tiles_per_chunk):
+        tile_start = (chunk * tiles_per_chunk + t) * BLOCK_V
+        group = tile_start // 4 + tl.arange(0, GROUPS)
+        cols = group[None, :, None] * 4 + tl.arange(0, 4)[None, None, :]
+        mask = row_ok[:, None, None] & (cols < V)
+        if UNIT_STRIDE_V:
+            where = cols
+        else:
+            where = cols.to(tl.int64) * stride_v
+        l = tl.load(row_base[:, :, None] + where, mask=mask, other=float("-inf")).to(tl.float32)
+        valid = (l > float("-inf")) & (l < float("inf"))
+        x = tl.where(valid, l * scale[:, :, None], float("-inf"))
+        # softmax statistics of the tile, merged into the running (max, sum)
+        tile_max = tl.max(tl.max(x, axis=2), axis=1)
+        safe_max = tl.where(tile_max > float("-inf"), tile_max, 0.0)
+        tile_sum = tl.sum(tl.sum(tl.exp2(x - safe_max[:, None, None]), axis=2), axis=1)
+        new_max = tl.maximum(run_max, tile_max)
+        safe_new = tl.where(new_max > float("-inf"), new_max, 0.0)
+        run_sum = run_sum * tl.exp2(run_max - safe_new) + tile_sum * tl.exp2(tile_max - safe_new)
+        run_max = new_max
+        # the race, word j of each group at token 4g + j
+        x_even, x_odd = tl.split(tl.reshape(x, (BLOCK_ROWS, GROUPS, 2, 2)))
+        x0, x2 = tl.split(x_even)
+        x1, x3 = tl.split(x_odd)
+        if NOISE:
+            w0, w1, w2, w3 = philox_words(seed, offset, group[None, :] + seed * 0, STREAM_GUMBEL, seed * 0)
+            x0 = x0 - noise_weight * _log2(_exponential_noise(w0, FAST_LOG2), FAST_LOG2)
+            x1 = x1 - noise_weight * _log2(_exponential_noise(w1, FAST_LOG2), FAST_LOG2)
+            x2 = x2 - noise_weight * _log2(_exponential_noise(w2, FAST_LOG2), FAST_LOG2)
+            x3 = x3 - noise_weight * _log2(_exponential_noise(w3, FAST_LOG2), FAST_LOG2)
+        index = tile_start + token
+        take = x0 > best
+        best, best_index = tl.where(take, x0, best), tl.where(take, index, best_index)
+        take = x1 > best
+        best, best_index = tl.where(take, x1, best), tl.where(take, index + 1, best_index)
+        take = x2 > best
+        best, best_index = tl.where(take, x2, best), tl.where(take, index + 2, best_index)
+        take = x3 > best
+        best, best_index = tl.where(take, x3, best), tl.where(take, index + 3, best_index)
+
+    top = tl.max(best, axis=1)
+    pick = tl.min(tl.where(best == top[:, None], best_index, NO_INDEX), axis=1)
+    slot = rows * num_chunks + chunk
+    tl.store(part_score_ptr + slot, top, mask=row_ok)
+    tl.store(part_index_ptr + slot, pick, mask=row_ok)
+    tl.store(part_max_ptr + slot, run_max, mask=row_ok)
+    tl.store(part_sum_ptr + slot, run_sum, mask=row_ok)
+
+
+@triton.jit
+def _log2(v, FAST_LOG2: tl.constexpr):
+    if FAST_LOG2:
+        return libdevice.fast_log2f(v)
+    else:
+        return tl.log2(v)
+
+
+@triton.jit
+def _logits_merge_kernel(
+    part_score_ptr,  # [B, num_chunks] fp32 from _logits_chunk_kernel
+    part_index_ptr,  # [B, num_chunks] int32
+    part_max_ptr,  # [B, num_chunks] fp32
+    part_sum_ptr,  # [B, num_chunks] fp32
+    token_ptr,  # [B] int64 out: winner, -1 when the row has no valid logit
+    row_max_ptr,  # [B] fp32 out: max x over the row
+    row_sum_ptr,  # [B] fp32 out: sum 2^(x - row_max) over the row (0: no valid logit)
+    B,
+    num_chunks,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_PARTS: tl.constexpr,
+):
+    # winner = max s over chunks (ties: smallest id); (M, S) = logsumexp merge of the chunks.
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    row_ok = rows < B
+    part = tl.arange(0, BLOCK_PARTS)
+    mask = row_ok[:, None] & (part < num_chunks)[None, :]
+    where = rows[:, None] * num_chunks + part[None, :]
+    score = tl.load(part_score_ptr + where, mask=mask, other=float("-inf"))
+    index = tl.load(part_index_ptr + where, mask=mask, other=2147483647)
+    top = tl.max(score, axis=1)
+    pick = tl.min(tl.where(score == top[:, None], index, 2147483647), axis=1)
+    token = tl.where(top > float("-inf"), pick, -1).to(tl.int64)
+    tl.store(token_ptr + rows, token, mask=row_ok)
+    part_max = tl.load(part_max_ptr + where, mask=mask, other=float("-inf"))
+    part_sum = tl.load(part_sum_ptr + where, mask=mask, other=0.0)
+    row_max = tl.max(part_max, axis=1)
+    safe = tl.where(row_max > float("-inf"), row_max, 0.0)
+    row_sum = tl.sum(part_sum * tl.exp2(part_max - safe[:, None]), axis=1)
+    tl.store(row_max_ptr + rows, row_max, mask=row_ok)
+    tl.store(row_sum_ptr + rows, row_sum, mask=row_ok)
+
+
+@triton.jit
+def _softmax_write_kernel(
+    logits_ptr,  # [B, V], strides (stride_b, stride_v)
+    temperature_ptr,  # [B] float (PER_ROW_TEMPERATURE)
+    token_ptr,  # [B] int64: the greedy rows' argmax
+    row_max_ptr,  # [B] fp32
+    row_sum_ptr,  # [B] fp32
+    out_ptr,  # [B, V] out, strides (out_stride_b, out_stride_v)
+    temperature_value,
+    B,
+    V,
+    stride_b,
+    stride_v,
+    out_stride_b,
+    out_stride_v,
+    tiles_per_chunk,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    PER_ROW_TEMPERATURE: tl.constexpr,
+):
+    # probs_v = 2^(x_v - M) / S over valid logits (0 elsewhere; all 0 when S = 0);
+    # greedy rows (T <= 0): one-hot at token (all 0 when token = -1).
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    chunk = tl.program_id(1)
+    row_ok = rows < B
+    scale, noise_weight = _row_temperature(
+        temperature_ptr, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE
+    )
+    greedy = noise_weight == 0.0
+    row_max = tl.load(row_max_ptr + rows, mask=row_ok, other=0.0)[:, None]
+    row_sum = tl.load(row_sum_ptr + rows, mask=row_ok, other=0.0)[:, None]
+    token = tl.load(token_ptr + rows, mask=row_ok, other=-1)[:, None]
+    inv_sum = tl.where(row_sum > 0.0, 1.0 / row_sum, 0.0)
+    safe_max = tl.where(row_max > float("-inf"), row_max, 0.0)
+    for t in range(0, tiles_per_chunk):
+        cols = ((chunk * tiles_per_chunk + t) * BLOCK_V + tl.arange(0, BLOCK_V)).to(tl.int64)[None, :]
+        mask = row_ok[:, None] & (cols < V)
+        l = tl.load(logits_ptr + rows[:, None] * stride_b + cols * stride_v, mask=mask, other=float("-inf"))
+        l = l.to(tl.float32)
+        valid = (l > float("-inf")) & (l < float("inf"))
+        soft = tl.where(valid, tl.exp2(l * scale - safe_max) * inv_sum, 0.0)
+        probs = tl.where(greedy, tl.where(cols == token, 1.0, 0.0), soft)
+        tl.store(out_ptr + rows[:, None] * out_stride_b + cols * out_stride_v, probs, mask=mask)
+
+
+def _temperature_arg(temperature, rows: int, device: torch.device, lead_shape=None):
+    """(tensor or None, float value) for the kernels; a tensor must be [rows], [1], 0-d, or (with
+    lead_shape) a prefix of the leading dims, broadcast over the rest."""
+    if isinstance(temperature, bool):
+        raise TypeError("temperature must be a float or a float tensor, got bool")
+    if isinstance(temperature, (int, float)):
+        return None, float(temperature)
+    if not isinstance(temperature, torch.Tensor):
+        raise TypeError(f"temperature must be a float or a torch.Tensor, got {type(temperature).__name__}")
+    if not temperature.dtype.is_floating_point:
+        raise TypeError(f"temperature must have a floating dtype, got {temperature.dtype}")
+    if temperature.device != device:
+        raise ValueError(f"temperature is on {temperature.device} but the logits are on {device}")
+    t = temperature
+    if t.numel() == 1:
+        return t.reshape(1).expand(rows), 0.0
+    lead = tuple(lead_shape) if lead_shape is not None else (rows,)
+    if t.dim() > len(lead) or tuple(t.shape) != lead[: t.dim()]:
+        raise ValueError(
+            f"temperature must be a float, a 1-element tensor or have shape {list(lead[:1])} "
+            f"(or the leading dims {list(lead)}), got {list(t.shape)}"
+        )
+    t = t.reshape(tuple(t.shape) + (1,) * (len(lead) - t.dim())).expand(lead).reshape(rows)
+    return t, 0.0
+
+
+def _check_logits(name: str, logits, ndim: int | None):
+    if not isinstance(logits, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(logits).__name__}")
+    if (ndim is not None and logits.dim() != ndim) or logits.dim() < 1:
+        want = "[B, V]" if ndim == 2 else "[..., V]"
+        raise ValueError(f"{name} must have shape {want}, got {list(logits.shape)}")
+    if logits.dtype not in _PROB_DTYPES:
+        raise TypeError(f"{name} must be float32, bfloat16 or float16, got {logits.dtype}")
+    check_device(name, logits)
+    if logits.shape[-1] < 1:
+        raise ValueError(f"{name} must have V >= 1 columns, got V = {logits.shape[-1]}")
+    if logits.shape[-1] >= 2**31 - 1:
+        raise ValueError(f"V must be below 2^31 - 1, got {logits.shape[-1]}")
+
+
+def _logits_race(logits, temp_tensor, temp_value, seeds, offsets, seed_stride, offset_stride, noise, tiling):
+    """Phases 1 and 2 over [B, V] logits: (token [B] int64, row_max [B], row_sum [B], num_chunks)."""
+    batch, vocab = logits.shape
+    device = logits.device
+    num_chunks = triton.cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
+    part = torch.empty((4, batch, num_chunks), dtype=torch.float32, device=device)
+    part_index = torch.empty((batch, num_chunks), dtype=torch.int32, device=device)
+    token = torch.empty(batch, dtype=torch.int64, device=device)
+    row_stats = torch.empty((2, batch), dtype=torch.float32, device=device)
+    per_row = temp_tensor is not None
+    temp_ptr = temp_tensor if per_row else row_stats
+    seeds = seeds if noise else part_index
+    offsets = offsets if noise else part_index
+    row_blocks = triton.cdiv(batch, tiling.block_rows)
+    _logits_chunk_kernel[(row_blocks, num_chunks)](
+        logits,
+        temp_ptr,
+        seeds,
+        offsets,
+        part[0],
+        part_index,
+        part[1],
+        part[2],
+        temp_value,
+        batch,
+        vocab,
+        logits.stride(0),
+        logits.stride(1),
+        seed_stride,
+        offset_stride,
+        tiling.tiles_per_chunk,
+        num_chunks,
+        BLOCK_ROWS=tiling.block_rows,
+        BLOCK_V=tiling.block_v,
+        PER_ROW_TEMPERATURE=per_row,
+        NOISE=noise,
+        UNIT_STRIDE_V=logits.stride(1) == 1,
+        FAST_LOG2=not interpreting(),
+        num_warps=tiling.num_warps,
+    )
+    block_parts = triton.next_power_of_2(num_chunks)
+    merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
+    _logits_merge_kernel[(triton.cdiv(batch, merge_rows),)](
+        part[0],
+        part_index,
+        part[1],
+        part[2],
+        token,
+        row_stats[0],
+        row_stats[1],
+        batch,
+        num_chunks,
+        BLOCK_ROWS=merge_rows,
+        BLOCK_PARTS=block_parts,
+        num_warps=4,
+    )
+    return token, row_stats[0], row_stats[1], num_chunks
+
+
+def _write_softmax(logits, temp_tensor, temp_value, token, row_max, row_sum, out, num_chunks, tiling):
+    batch, vocab = logits.shape
+    per_row = temp_tensor is not None
+    _softmax_write_kernel[(triton.cdiv(batch, tiling.block_rows), num_chunks)](
+        logits,
+        temp_tensor if per_row else row_max,
+        token,
+        row_max,
+        row_sum,
+        out,
+        temp_value,
+        batch,
+        vocab,
+        logits.stride(0),
+        logits.stride(1),
+        out.stride(0),
+        out.stride(1),
+        tiling.tiles_per_chunk,
+        BLOCK_ROWS=tiling.block_rows,
+        BLOCK_V=tiling.block_v,
+        PER_ROW_TEMPERATURE=per_row,
+        num_warps=tiling.num_warps,
+    )
+
+
+def sample_from_logits(logits, temperature, *, seeds, offsets, probs_out=None):
+    """One token per row from softmax(logits / T), by the race in log space, without
+    materialising the probabilities: argmax_v logits_v / T - ln E_v with the same Philox noise as
+    `fast_sample` (so it returns fast_sample(softmax(logits / T), seeds=seeds, offsets=offsets)
+    up to float rounding).
+
+    logits       [B, V] float32/bfloat16/float16, any strides. NaN and +-inf logits have no mass.
+    temperature  float, or a float tensor [B] (or 1 element): T > 0 samples; T <= 0 (or NaN) rows
+                 are greedy: the argmax of the logits, smallest id on ties. T = inf is uniform.
+    seeds, offsets  int64 tensors [B] (or [1]): the Philox key of each row (see `fast_sample`).
+    probs_out    optional [B, V] float tensor, written in place with softmax(logits / T) (one-hot
+                 of the returned token for greedy rows; all zeros for a row without mass). Only
+                 then is the row read a second time.
+    Returns tokens [B] int64 (-1 for a row with no finite logit). Never synchronises with the host.
+    """
+    return _sample_from_logits(logits, temperature, seeds, offsets, probs_out)
+
+
+def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=None):
+    _check_logits("logits", logits, 2)
+    batch, vocab = logits.shape
+    if seeds is None or offsets is None:
+        raise ValueError("sample_from_logits needs seeds and offsets (int64 tensors [B])")
+    seeds, offsets, seed_stride, offset_stride = _resolve_randomness(
+        batch, logits.device, None, seeds, offsets
+    )
+    temp_tensor, temp_value = _temperature_arg(temperature, batch, logits.device)
+    if probs_out is not None:
+        if not isinstance(probs_out, torch.Tensor) or not probs_out.dtype.is_floating_point:
+            raise TypeError("probs_out must be a floating torch.Tensor")
+        if tuple(probs_out.shape) != (batch, vocab):
+            raise ValueError(f"probs_out must have shape [{batch}, {vocab}], got {list(probs_out.shape)}")
+        if probs_out.device != logits.device:
+            raise ValueError(f"probs_out is on {probs_out.device} but the logits are on {logits.device}")
+    if batch == 0:
+        return torch.empty(0, dtype=torch.int64, device=logits.device)
+    tiling = tiling or race_tiling(batch, vocab)
+    token, row_max, row_sum, num_chunks = _logits_race(
+        logits, temp_tensor, temp_value, seeds, offsets, seed_stride, offset_stride, True, tiling
+    )
+    if probs_out is not None:
+        _write_softmax(
+            logits, temp_tensor, temp_value, token, row_max, row_sum, probs_out, num_chunks, tiling
+        )
+    return token
+
+
+def renorm_draft_probs(draft_logits, temperature):
+    """softmax(draft_logits / T) over the last dim, float32, same shape; rows with T <= 0 (or NaN)
+    are the one-hot of the argmax (smallest id on ties). NaN and +-inf logits get probability 0;
+    a row without a finite logit is all zeros.
+
+    draft_logits  [..., V] float32/bfloat16/float16 (e.g. [B, K, V]).
+    temperature   float, a 1-element tensor, or a float tensor whose shape is a prefix of the
+                  leading dims (e.g. [B] for [B, K, V]), broadcast over the remaining ones.
+    Never synchronises with the host.
+    """
+    _check_logits("draft_logits", draft_logits, None)
+    lead = tuple(draft_logits.shape[:-1])
+    vocab = draft_logits.shape[-1]
+    logits = draft_logits.reshape(-1, vocab)
+    rows = logits.shape[0]
+    temp_tensor, temp_value = _temperature_arg(temperature, rows, draft_logits.device, lead)
+    out = torch.empty((rows, vocab), dtype=torch.float32, device=draft_logits.device)
+    if rows == 0:
+        return out.reshape(*lead, vocab)
+    tiling = race_tiling(rows, vocab)
+    token, row_max, row_sum, num_chunks = _logits_race(
+        logits, temp_tensor, temp_value, None, None, 0, 0, False, tiling
+    )
+    _write_softmax(logits, temp_tensor, temp_value, token, row_max, row_sum, out, num_chunks, tiling)
+    return out.reshape(*lead, vocab)

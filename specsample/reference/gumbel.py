@@ -1,0 +1,153 @@
+"""Float64 references of the Gumbel-max / exponential-race kernels (`specsample.kernels.gumbel`).
+
+Each function takes the kernel's inputs plus its noise (explicit Exp(1) draws, or the seeds and
+offsets from which `reference.philox.gumbel_exponentials` rebuilds the kernel's exact noise) and
+returns what the kernel returns, under the same edge semantics:
+  - probabilities: only 0 < p < inf has mass (zero, negative, NaN, +-inf: none);
+  - logits: only finite logits have mass (NaN, +-inf: none); T <= 0 or NaN rows are greedy;
+  - a row without mass returns -1 (sample_p 0); for n > 1, slots past the last token with mass
+    are -1; ties go to the smallest token id.
+`race_margin` / `logits_margin` give the gap between the best and the next score, which the
+coupling tests use to tell a genuine mismatch from a float32 near-tie.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specsample.reference.philox import STREAM_GUMBEL, gumbel_exponentials
+
+
+def clean_probs(probs) -> np.ndarray:
+    """float64 copy of probs with every entry outside (0, inf) set to 0."""
+    p = np.asarray(probs, dtype=np.float64)
+    return np.where((p > 0) & np.isfinite(p), p, 0.0)
+
+
+def race_scores(probs, exponentials) -> np.ndarray:
+    """p / E where p has mass, else 0 (a winner needs score > 0)."""
+    p = clean_probs(probs)
+    e = np.asarray(exponentials, dtype=np.float64)
+    return np.where(p > 0, p / e, 0.0)
+
+
+def _top_n_by_score(score: np.ndarray, n: int, found) -> tuple[np.ndarray, np.ndarray]:
+    """[B, n] ids (decreasing score, ties: smallest id; -1 where `found` fails) and their scores."""
+    order = np.argsort(-score, axis=1, kind="stable")[:, :n]
+    top = np.take_along_axis(score, order, axis=1)
+    ids = np.where(found(top), order, -1)
+    if ids.shape[1] < n:  # n > V: pad
+        pad = np.full((ids.shape[0], n - ids.shape[1]), -1)
+        ids = np.concatenate([ids, pad], axis=1)
+        top = np.concatenate([top, np.full(pad.shape, np.nan)], axis=1)
+    return ids.astype(np.int64), top
+
+
+def race_top_n(probs, exponentials, num_samples: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(ids [B, n] int64, scores [B, n]) of the exponential race: the n largest p / E per row,
+    in decreasing order (a draw without replacement in Plackett-Luce order)."""
+    score = np.atleast_2d(race_scores(probs, exponentials))
+    return _top_n_by_score(score, num_samples, lambda top: top > 0)
+
+
+def race_margin(probs, exponentials, num_samples: int = 1) -> np.ndarray:
+    """[B] smallest relative gap (s_k - s_{k+1}) / s_k between consecutive scores among the top
+    n + 1 with s_k > 0 (inf when there is no such pair): the kernel's float32 result may differ
+    from the reference only where this is within float32 error."""
+    score = np.atleast_2d(race_scores(probs, exponentials))
+    k = min(num_samples + 1, score.shape[1])
+    top = -np.sort(-score, axis=1)[:, :k]
+    if k < 2:
+        return np.full(score.shape[0], np.inf)
+    gap = np.where(
+        top[:, :-1] > 0, (top[:, :-1] - top[:, 1:]) / np.where(top[:, :-1] > 0, top[:, :-1], 1), np.inf
+    )
+    return gap.min(axis=1)
+
+
+def fast_sample_reference(probs, seeds, offsets, num_samples: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """What `fast_sample(probs, n, seeds=seeds, offsets=offsets)` returns: (sample_p [B, n] float64,
+    the input values at the ids, 0 where -1; sample_index [B, n] int64)."""
+    p = np.atleast_2d(np.asarray(probs, dtype=np.float64))
+    e = gumbel_exponentials(
+        _per_row(seeds, p.shape[0]), _per_row(offsets, p.shape[0]), p.shape[1], STREAM_GUMBEL
+    )
+    ids, _ = race_top_n(p, e, num_samples)
+    sample_p = np.where(ids >= 0, np.take_along_axis(p, np.maximum(ids, 0), axis=1), 0.0)
+    return sample_p, ids
+
+
+def _per_row(values, rows: int) -> np.ndarray:
+    v = np.asarray(values, dtype=np.int64).reshape(-1)
+    return np.broadcast_to(v, (rows,)) if v.size == 1 else v
+
+
+def _temperatures(temperature, rows: int) -> np.ndarray:
+    t = np.asarray(temperature, dtype=np.float64).reshape(-1)
+    return np.broadcast_to(t, (rows,)) if t.size == 1 else t
+
+
+def logits_scores(logits, temperature, exponentials) -> np.ndarray:
+    """[B, V] race scores in log space: l / T - ln E for T > 0, l for greedy rows (T <= 0 or NaN);
+    -inf where the logit is not finite."""
+    l = np.atleast_2d(np.asarray(logits, dtype=np.float64))
+    t = _temperatures(temperature, l.shape[0])
+    greedy = ~(t > 0)
+    valid = np.isfinite(l)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        x = np.where(valid, l / np.where(greedy, 1.0, t)[:, None], -np.inf)
+        noise = np.log(np.asarray(exponentials, dtype=np.float64))
+        s = np.where(greedy[:, None], x, x - noise)
+    return np.where(valid, s, -np.inf)
+
+
+def logits_race(logits, temperature, exponentials) -> np.ndarray:
+    """[B] int64 tokens of `sample_from_logits`: argmax of `logits_scores`, -1 without a finite logit."""
+    s = logits_scores(logits, temperature, exponentials)
+    ids, _ = _top_n_by_score(s, 1, lambda top: top > -np.inf)
+    return ids[:, 0]
+
+
+def logits_margin(logits, temperature, exponentials) -> np.ndarray:
+    """[B] gap between the best and second-best log-space score (inf with fewer than two)."""
+    s = logits_scores(logits, temperature, exponentials)
+    if s.shape[1] < 2:
+        return np.full(s.shape[0], np.inf)
+    top = -np.sort(-s, axis=1)[:, :2]
+    with np.errstate(invalid="ignore"):
+        gap = top[:, 0] - top[:, 1]
+    return np.where(np.isfinite(top[:, 1]), gap, np.inf)
+
+
+def sample_from_logits_reference(logits, temperature, seeds, offsets) -> np.ndarray:
+    """What `sample_from_logits(logits, temperature, seeds=seeds, offsets=offsets)` returns."""
+    l = np.atleast_2d(np.asarray(logits, dtype=np.float64))
+    rows, vocab = l.shape
+    e = gumbel_exponentials(_per_row(seeds, rows), _per_row(offsets, rows), vocab, STREAM_GUMBEL)
+    return logits_race(l, temperature, e)
+
+
+def softmax_with_temperature(logits, temperature) -> np.ndarray:
+    """softmax(logits / T) over the last axis in float64 (what `renorm_draft_probs` and the
+    `probs_out` of `sample_from_logits` hold): non-finite logits get 0, greedy rows (T <= 0 or
+    NaN) are the one-hot of the first argmax, a row without a finite logit is all zeros.
+    temperature: scalar or one value per row of logits.reshape(-1, V)."""
+    l = np.asarray(logits, dtype=np.float64)
+    shape = l.shape
+    l = l.reshape(-1, shape[-1])
+    t = _temperatures(temperature, l.shape[0])
+    greedy = ~(t > 0)
+    valid = np.isfinite(l)
+    any_valid = valid.any(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x = np.where(valid, l / np.where(greedy, 1.0, t)[:, None], -np.inf)
+        m = np.max(x, axis=1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        w = np.where(valid, np.exp(x - m), 0.0)
+        total = w.sum(axis=1, keepdims=True)
+        out = np.where(total > 0, w / np.where(total > 0, total, 1.0), 0.0)
+    first = np.argmax(np.where(valid, l, -np.inf), axis=1)
+    hot = np.zeros_like(out)
+    hot[np.arange(l.shape[0]), first] = 1.0
+    out = np.where(greedy[:, None], np.where(any_valid[:, None], hot, 0.0), out)
+    return out.reshape(shape)
