@@ -62,6 +62,13 @@ class ChainLaw(NamedTuple):
         """[n+1]: P(a >= j) for j = 0..n."""
         return np.cumsum(self.length[::-1])[::-1]
 
+    def token_law_given(self, j: int) -> np.ndarray:
+        """[V]: P(token = v | a = j) (the residual, fallback or bonus law); sums to 1 minus the
+        conditional probability of an emitted -1. ValueError when P(a = j) == 0."""
+        if self.length[j] <= 0:
+            raise ValueError(f"j: P(a = {j}) is 0, the conditional law is undefined")
+        return self.joint[j] / self.length[j]
+
     def joint_with_invalid(self) -> np.ndarray:
         """[n+1, V+1]: `joint` with a last column holding the mass of the emitted -1."""
         return np.concatenate([self.joint, self.invalid[:, None]], axis=1)

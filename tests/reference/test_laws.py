@@ -114,6 +114,10 @@ def test_conditional_law_fixed_drafts(request):
         np.testing.assert_allclose(law.length, length, rtol=0, atol=EXACT)
         np.testing.assert_allclose(law.joint.sum(axis=1), length, rtol=0, atol=EXACT)
         assert abs(law.joint.sum() - 1.0) <= EXACT
+        for j in np.flatnonzero(length[:num_k] > 0):  # given a = j < K: the residual law of position j
+            expected = rejection_emission_law(p[j], None if draft_probs is None else q[j], int(x[j])).probs
+            np.testing.assert_allclose(law.token_law_given(j), expected, rtol=0, atol=EXACT)
+        np.testing.assert_allclose(law.token_law_given(num_k), p[num_k], rtol=0, atol=EXACT)
 
 
 def test_conditional_law_edge_drafts():
