@@ -112,7 +112,7 @@ def test_simulation_detects_a_lossy_sampler(request):
         assert_gof(counts, law.ravel(), eps=0.02, alpha=1e-6, beta=1e-6, seed=seed)
 
 
-def test_speculative_generate_rejects_bad_sampler_output():
+def test_speculative_generate_rejects_bad_sampler_output(request):
     """A sampler emitting an id outside [0, V) is reported, not silently written into sequences."""
     target = ToyLanguageModel(np.full((2, 2), 0.5))
 
@@ -121,4 +121,6 @@ def test_speculative_generate_rejects_bad_sampler_output():
         return res._replace(tokens=np.full_like(res.tokens, 7))
 
     with pytest.raises(ValueError, match="outside"):
-        speculative_generate(target, target, [0], 3, 1, broken, np.random.default_rng(0), 5)
+        speculative_generate(
+            target, target, [0], 3, 1, broken, np.random.default_rng(test_seed(request.node.nodeid)), 5
+        )
