@@ -1,0 +1,217 @@
+"""Edge semantics of docs/semantics.md, each pinned by a deterministic test that the anchors' known
+behaviour fails: SGLang (norm_sum == 0 -> token V-1, `<=` accepting a zero-probability draft at
+u = 0, q = -inf accepted), vLLM (norm_sum == 0 -> token 0, NaN rows giving out-of-vocab ids),
+FlashInfer (garbage / -1 on norm_sum == 0, out-of-bounds reads of -1 padded ids)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from specsample.kernels.chain import _launch, chain_rejection_sample
+
+NAN, INF = float("nan"), float("inf")
+
+
+def run(p, x, q=None, u=None, n=None, block_v=None):
+    p = torch.as_tensor(p, dtype=torch.float32)
+    x = torch.as_tensor(x, dtype=torch.int64).reshape(p.shape[0], p.shape[1] - 1)
+    q = None if q is None else torch.as_tensor(q, dtype=torch.float32)
+    u = torch.as_tensor(u, dtype=torch.float32)
+    n = None if n is None else torch.as_tensor(n, dtype=torch.int64)
+    return _launch(p, x, q, n, u, None, None, block_v=block_v)
+
+
+@pytest.mark.parametrize("block_v", [None, 2])
+def test_norm_sum_zero_falls_back_to_p_not_last_or_first_token(block_v):
+    """Classic, q = 2p (p <= q everywhere, unnormalised): the draft is rejected at u = 0.7 and the
+    residual has no mass. SGLang emits V-1, vLLM 0, FlashInfer -1/garbage; all three have p = 0
+    there. We emit the inverse CDF of p itself and set `fallback`."""
+    p_row = [0.0, 0.2, 0.5, 0.3, 0.0]
+    cases = ((0.0, 1), (0.3, 2), (0.69, 2), (0.71, 3), (1.0 - 2**-24, 3))
+    rows = len(cases)
+    p = [[p_row, p_row]] * rows
+    q = [[[2 * v for v in p_row]]] * rows
+    res = run(p, [[2]] * rows, q, [[0.7, u_last] for u_last, _ in cases], block_v=block_v)
+    assert res.tokens.tolist() == [[want, -1] for _, want in cases]
+    assert res.num_accepted.tolist() == [0] * rows and res.fallback.tolist() == [True] * rows
+    assert res.valid.tolist() == [True] * rows
+
+
+def test_one_hot_norm_sum_zero_emits_the_draft_from_p():
+    """One-hot, p = 0.5 * delta_x (after rounding p has no mass besides x): u = 0.7 rejects x, the
+    residual p with x zeroed is empty, so the token comes from p: it is x, with `fallback`."""
+    p = [[[0.0, 0.0, 0.5, 0.0], [0.25, 0.25, 0.25, 0.25]]]
+    res = run(p, [[2]], None, [[0.7, 0.99]])
+    assert res.tokens.tolist() == [[2, -1]] and res.fallback.tolist() == [True]
+    assert res.valid.tolist() == [True] and res.num_accepted.tolist() == [0]
+
+
+@pytest.mark.parametrize("classic", [True, False])
+def test_zero_probability_draft_is_rejected_at_u_zero(classic):
+    """p(x) = 0, u = 0: `u * q < p` is 0 < 0, false (SGLang's `<=` accepted here, #35771)."""
+    p = [[[0.0, 0.5, 0.5], [0.0, 0.5, 0.5]]]
+    q = [[[1.0, 0.0, 0.0]]] if classic else None
+    res = run(p, [[0]], q, [[0.0, 0.0]])
+    assert res.num_accepted.tolist() == [0]
+    assert res.tokens.tolist() == [[1, -1]]
+
+
+def test_draft_with_no_draft_mass_is_rejected():
+    """q(x) = 0 / negative / NaN / +-inf: rejected whatever u (a q = -inf draft was accepted by
+    SGLang; u * 0 < p would accept a naive kernel)."""
+    q_values = [0.0, -1.0, NAN, INF, -INF]
+    rows = len(q_values)
+    p = [[[0.1, 0.9], [0.5, 0.5]]] * rows
+    q = [[[1.0, q_x]] for q_x in q_values]
+    res = run(p, [[1]] * rows, q, [[0.0, 0.0]] * rows)
+    assert res.num_accepted.tolist() == [0] * rows
+    assert res.tokens.tolist() == [[1, -1]] * rows  # residual max(0, p - clean q) = (0, 0.9)
+    assert res.fallback.tolist() == [False] * rows
+
+
+@pytest.mark.parametrize("classic", [True, False])
+def test_out_of_range_draft_id_is_rejected_without_reading(classic):
+    """Ids outside [0, V) (the -1 padding included) are rejected and never used as an address:
+    p and q are views into buffers whose neighbouring columns hold mass 1 (an out-of-bounds read
+    at x = -1 or x = V would see it and accept; FlashInfer #879 reads -1 ids out of bounds)."""
+    vocab = 4
+    bad_ids = [-1, 4, 5, 2**31 - 1, 2**40, -(2**40)]
+    rows = len(bad_ids)
+    buf = torch.ones(rows, 2, vocab + 2)
+    buf[..., 1:-1] = torch.tensor([0.1, 0.2, 0.3, 0.4])
+    p = buf[..., 1:-1]
+    q = buf[:, :1, 1:-1] if classic else None
+    x = torch.tensor(bad_ids, dtype=torch.int64)[:, None]
+    res = _launch(p, x, q, None, torch.tensor([[0.0, 0.5]] * rows), None, None)
+    assert res.num_accepted.tolist() == [0] * rows
+    # residual: classic max(0, p - q) = 0 -> fallback to p; one-hot: p (no id to zero)
+    assert res.tokens.tolist() == [[2, -1]] * rows
+    assert res.fallback.tolist() == [classic] * rows
+
+
+def test_ragged_counts_clamp_and_unused_ids_are_never_read():
+    """n_b = 0 emits the bonus from p[b, 0]; n_b > K is clamped to K and n_b < 0 to 0; ids past n_b
+    (here wild values) are never read or emitted."""
+    vocab, num_k = 3, 3
+    p = torch.tensor([[0.0, 1.0, 0.0]]).expand(4, num_k + 1, vocab).contiguous()
+    p[:, num_k] = torch.tensor([0.0, 0.0, 1.0])  # row K differs from the draft rows
+    x = torch.tensor([[1, 10**9, -7], [1, 1, 1], [1, 1, 10**12], [1, 1, 1]])
+    n = torch.tensor([0, 5, 2, -3])
+    res = _launch(p, x, None, n, torch.zeros(4, num_k + 1), None, None)
+    # u = 0 < p(x = 1) = 1 accepts every used draft; the token after them comes from row n_b
+    assert res.num_accepted.tolist() == [0, 3, 2, 0]
+    assert res.tokens.tolist() == [[1, -1, -1, -1], [1, 1, 1, 2], [1, 1, 1, -1], [1, -1, -1, -1]]
+
+
+def test_equal_draft_and_target_accepts_everything():
+    """p == q: u * q(x) < p(x) holds for every u < 1, so all K drafts are accepted and the bonus
+    comes from p[K]."""
+    rng = np.random.default_rng(0)
+    p = torch.from_numpy(rng.dirichlet(np.ones(9), size=(64, 4)).astype(np.float32))
+    q = p[:, :3].clone()
+    x = torch.from_numpy(rng.integers(0, 9, size=(64, 3)))
+    u = torch.full((64, 4), 1.0 - 2**-24)
+    res = _launch(p, x, q, None, u, None, None)
+    assert res.num_accepted.tolist() == [3] * 64
+    assert torch.equal(res.tokens[:, :3], x.to(torch.int32))
+
+
+@pytest.mark.parametrize("classic", [True, False])
+def test_non_finite_probabilities_carry_no_mass(classic):
+    """NaN / +-inf / negative target entries are never emitted (vLLM: NaN logits gave
+    out-of-vocab ids); a row with no valid mass emits -1 with valid = False."""
+    bad_row = [NAN, INF, -INF, -1.0, 0.0]
+    mixed = [NAN, 0.25, INF, -0.5, 0.25]
+    p = torch.tensor([[mixed, mixed], [bad_row, bad_row], [mixed, bad_row]])
+    q = (
+        torch.tensor([[[0.0, 0.0, 0.0, 0.0, 1.0]], [[0.2] * 5], [[0.0, 1.0, 0.0, 0.0, 0.0]]])
+        if classic
+        else None
+    )
+    x = torch.tensor([[0], [1], [1]])
+    u_values = (0.0, 0.3, 0.7, 1.0 - 2**-24)
+    reps = len(u_values)
+    u = torch.tensor([[0.5, u_last] for u_last in u_values for _ in range(3)])
+    res = _launch(p.repeat(reps, 1, 1), x.repeat(reps, 1), None if q is None else q.repeat(reps, 1, 1),
+                  None, u, None, None)  # fmt: skip
+    tokens = res.tokens.tolist()
+    for r in range(0, 3 * reps, 3):
+        # row 0: x = 0 has NaN target mass -> rejected; residual only on {1, 4}
+        assert tokens[r][0] in (1, 4) and tokens[r][1] == -1, tokens
+        # row 1: no valid mass anywhere: rejected, residual empty -> fallback -> p empty -> invalid
+        assert tokens[r + 1] == [-1, -1]
+        # row 2: x = 1 rejected (0.5 * q(1) = 0.5 >= 0.25; one-hot 0.5 >= 0.25); the residual
+        # (p - q)^+ or p with x zeroed keeps only token 4; the invalid bonus row is never used
+        assert tokens[r + 2] == [4, -1]
+    assert res.valid.tolist() == [True, False, True] * reps
+    assert res.fallback.tolist()[1::3] == [True] * reps
+
+
+def test_bonus_row_without_mass_is_invalid_not_fallback():
+    """All drafts accepted and p[K] has no valid mass: token -1, valid False, fallback False."""
+    p = torch.tensor([[[0.0, 1.0], [NAN, -1.0]]])
+    res = _launch(p, torch.tensor([[1]]), None, None, torch.tensor([[0.5, 0.5]]), None, None)
+    assert res.tokens.tolist() == [[1, -1]]
+    assert res.num_accepted.tolist() == [1]
+    assert res.valid.tolist() == [False] and res.fallback.tolist() == [False]
+
+
+@pytest.mark.parametrize("block_v", [None, 4])
+@pytest.mark.parametrize("vocab", [5, 7, 9])
+def test_tile_tail_lanes_never_win(vocab, block_v):
+    """V not a multiple of the chunk: the masked lanes past V carry no mass and no index >= V is
+    ever returned (vLLM GHSA-8wr5-jm2h-8r4f: tail lanes won an argmax and emitted id >= V)."""
+    u_values = (0.0, 0.5, 1.0 - 2**-24)
+    p = torch.zeros(3, 1, vocab)
+    p[0, 0, vocab - 1] = 1.0  # only the last real lane
+    p[1, 0, 0] = 1.0  # only the first lane
+    p[2, 0, vocab - 2 :] = 0.5
+    u = torch.tensor([[u_last] for u_last in u_values for _ in range(3)])
+    res = _launch(p.repeat(3, 1, 1), torch.empty(9, 0, dtype=torch.int64), None, None, u, None, None,
+                  block_v=block_v)  # fmt: skip
+    want = [[vocab - 1, 0, vocab - 2 if u_last < 0.5 else vocab - 1] for u_last in u_values]
+    assert res.tokens[:, 0].tolist() == [t for row in want for t in row]
+
+
+def test_rounding_guard_picks_the_last_positive_token():
+    """When u_K * total rounds up to total (here a denormal total) no cumsum exceeds it: the token is
+    the largest v with r_v > 0, never a zero-mass v and never V (a count of cumsum <= target
+    would return V = 3 or, clamped, the zero-mass token 2)."""
+    tiny = 2.0**-149
+    p = torch.tensor([[[tiny, tiny, 0.0]], [[0.0, tiny, 0.0]]])
+    res = _launch(p, torch.empty(2, 0, dtype=torch.int64), None, None, torch.full((2, 1), 1.0 - 2**-24),
+                  None, None)  # fmt: skip
+    assert res.tokens[:, 0].tolist() == [1, 1] and res.valid.tolist() == [True, True]
+
+
+def test_output_layout_accepted_prefix_then_token_then_padding():
+    """tokens = [x_0 .. x_{a-1}, emitted, -1 ...] with a = first rejection."""
+    vocab, num_k = 6, 4
+    p = torch.full((1, num_k + 1, vocab), 1.0 / vocab)
+    x = torch.tensor([[3, 5, 1, 2]])
+    u = torch.tensor([[0.0, 0.1, 0.9, 0.0, 0.0]])  # accept, accept, reject (0.9 >= 1/6)
+    res = _launch(p, x, None, None, u, None, None)
+    assert res.num_accepted.tolist() == [2]
+    assert res.tokens.tolist() == [[3, 5, 0, -1, -1]]  # residual drops x_2 = 1: first token 0
+
+
+def test_index_arithmetic_is_int64(tmp_path):
+    """Element offsets beyond 2^31: row 1 of p starts at element 2^31 of a sparse memory-mapped
+    buffer (only the touched pages exist). int32 offsets would wrap and read row 0's zeros."""
+    vocab, num_k = 1000, 1
+    size = 2**31 + 2 * vocab * (num_k + 1)
+    path = tmp_path / "sparse.bin"
+    with open(path, "wb") as handle:
+        handle.truncate(size * 2)
+    storage = torch.from_file(str(path), shared=True, size=size, dtype=torch.float16)
+    p = storage.as_strided((2, num_k + 1, vocab), (2**31, vocab, 1))
+    q = storage.as_strided((2, num_k, vocab), (2**31 + vocab, vocab, 1))  # q[b] = p[b, 1]
+    p[1, 0, 700] = 1.0  # target: all mass on 700
+    p[1, 1, 123] = 1.0  # bonus row of request 1 and its draft row
+    x = torch.tensor([[0], [700]])
+    res = chain_rejection_sample(p, x, q, uniforms=torch.tensor([[0.5, 0.5], [0.5, 0.5]]))
+    # request 1: q(700) = 0 -> rejected; residual max(0, p - q) = delta_700
+    assert res.tokens[1].tolist() == [700, -1] and res.num_accepted[1].item() == 0
+    assert res.tokens[0].tolist() == [-1, -1] and res.valid.tolist() == [False, True]
