@@ -50,7 +50,7 @@ from specsample.kernels.result import SampleResult
 
 _LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _ID_DTYPES = (torch.int32, torch.int64)
-_INTERP_TILE_ELEMENTS = 1 << 18  # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter
+_INTERP_TILE_ELEMENTS = 1 << 20  # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter
 MIN_TEMPERATURE = 2.0**-126  # sampled rows use max(T, this): 1/T stays finite in float32
 
 _LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
@@ -205,7 +205,8 @@ def _logits_stats_kernel(
         )
         t_max = new_max
         if HAS_DRAFT_LOGITS:
-            dl = _clean_logits(tl.load(d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)[:, None] + cols * sd_v,
+            d_row = b * sd_b + tl.minimum(i, K - 1) * sd_k
+            dl = _clean_logits(tl.load(d_ptr + d_row[:, None] + cols * sd_v,
                                        mask=need_d[:, None] & in_v, other=float("-inf")))  # fmt: skip
             new_dmax = tl.maximum(d_max, tl.max(dl, axis=1))
             dshift = tl.where(new_dmax == _NEG_INF, 0.0, new_dmax)
@@ -313,16 +314,18 @@ def _logits_race_kernel(
     x = tl.load(x_ptr + req[:, None] * sx_b + tl.minimum(pos, K - 1) * sx_k, mask=drafted, other=-1)
     x = x.to(tl.int64)
     ok = drafted & (x >= 0) & (x < V)
-    l_x = _clean_logits(tl.load(t_ptr + req[:, None] * st_b + pos * st_k + x * st_v, mask=ok & sampled[:, None],
+    gather = ok & sampled[:, None]
+    l_x = _clean_logits(tl.load(t_ptr + req[:, None] * st_b + pos * st_k + x * st_v, mask=gather,
                                 other=float("-inf")))  # fmt: skip
     lp_x = _log_prob(l_x, big_m, log_s, inv_t[:, None])
     zero = rk * 0
-    w0, _, _, _ = philox_words(seed[:, None] + zero, offset[:, None] + zero, pos + zero, STREAM_LOGITS_UNIFORM, zero)
+    w0, _, _, _ = philox_words(seed[:, None] + zero, offset[:, None] + zero, pos + zero,
+                               STREAM_LOGITS_UNIFORM, zero)  # fmt: skip
     u = uniform_from_word(w0)
     if HAS_DRAFT_LOGITS:
         big_md, log_sd, _ = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, drafted, inv_t, NC1, False)
         d_x = _clean_logits(tl.load(d_ptr + req[:, None] * sd_b + tl.minimum(pos, K - 1) * sd_k + x * sd_v,
-                                    mask=ok & sampled[:, None], other=float("-inf")))  # fmt: skip
+                                    mask=gather, other=float("-inf")))  # fmt: skip
         lq_x = _log_prob(d_x, big_md, log_sd, inv_t[:, None])
         accept_sampled = (d_x > _NEG_INF) & (u < tl.exp(lp_x - tl.where(d_x > _NEG_INF, lq_x, 0.0)))
     else:
@@ -356,7 +359,8 @@ def _logits_race_kernel(
         log_e = _race_log_noise(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V)
         score_p = lp - log_e
         if HAS_DRAFT_LOGITS:
-            dl = _clean_logits(tl.load(d_ptr + (req * sd_b + tl.minimum(j, K - 1) * sd_k)[:, None] + cols * sd_v,
+            d_row = req * sd_b + tl.minimum(j, K - 1) * sd_k
+            dl = _clean_logits(tl.load(d_ptr + d_row[:, None] + cols * sd_v,
                                        mask=live & use_q[:, None], other=float("-inf")))  # fmt: skip
             lq = _log_prob(dl, m_dj[:, None], log_sd_j[:, None], inv_t[:, None])
             gap = tl.where(lp > lq, lq - lp, -1.0)
@@ -402,7 +406,8 @@ def _logits_race_kernel(
         token = tl.where(sampled, token_sampled, tl.where(greedy, token_greedy, -1))
         a = tl.where(sampled | greedy, j, 0)
         out = tl.where(pos < a[:, None], x, tl.where(pos == a[:, None], token[:, None], -1))
-        tl.store(tokens_ptr + req[:, None] * (K + 1) + pos, out.to(tl.int32), mask=req_ok[:, None] & (pos <= K))
+        out_ok = req_ok[:, None] & (pos <= K)
+        tl.store(tokens_ptr + req[:, None] * (K + 1) + pos, out.to(tl.int32), mask=out_ok)
         tl.store(num_accepted_ptr + req, a.to(tl.int32), mask=req_ok)
         tl.store(fallback_ptr + req, fallback, mask=req_ok)
         tl.store(valid_ptr + req, token >= 0, mask=req_ok)
@@ -439,10 +444,11 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
     if interpreting():
         block = max(4, min(vocab_pow2, 4096))
         tiles = triton.cdiv(vocab, block)
+        rows_cap = max(1, min(1 << 16, _INTERP_TILE_ELEMENTS // block))
         cfg = {
             "stats_block": block, "stats_tiles": tiles, "race_block": block, "race_tiles": tiles,
-            "stats_rows": max(1, min(256, _INTERP_TILE_ELEMENTS // block, triton.next_power_of_2(batch * k_plus_1))),
-            "race_rows": max(1, min(256, _INTERP_TILE_ELEMENTS // block, triton.next_power_of_2(batch))),
+            "stats_rows": max(1, min(rows_cap, triton.next_power_of_2(batch * k_plus_1))),
+            "race_rows": max(1, min(rows_cap, triton.next_power_of_2(batch))),
             "stats_warps": 4, "race_warps": 4,
         }  # fmt: skip
     else:
