@@ -39,7 +39,8 @@ def test_coupling_with_float64_reference(classic, dtype):
     unexplained = np.flatnonzero(differ & ~ref.ambiguous)
     assert unexplained.size == 0, (
         f"{unexplained.size} rows differ outside the reference's ambiguity flags (seed {seed}); "
-        f"first {unexplained[:5]}: kernel {kernel[0][unexplained[:3]]} vs reference {ref.tokens[unexplained[:3]]}"
+        f"first {unexplained[:5]}: kernel {kernel[0][unexplained[:3]]} "
+        f"vs reference {ref.tokens[unexplained[:3]]}"
     )
     cert = tv_ucb_from_coupling(int(differ.sum()), N_ROWS, DELTA, seed=seed,
                                 label=f"logits {'classic' if classic else 'one-hot'} {dtype}")  # fmt: skip
@@ -61,7 +62,8 @@ def test_chunking_leaves_tokens_unchanged():
     seed = current_test_seed()
     case = make_batch(seed, 1500, 2, 100, classic=True)
     whole, ref = run_both(case)
-    chunked, _ = run_both(case, config={"stats_block": 16, "stats_tiles": 2, "race_block": 32, "race_tiles": 1})
+    small = {"stats_block": 16, "stats_tiles": 2, "race_block": 32, "race_tiles": 1}
+    chunked, _ = run_both(case, config=small)
     differ = row_mismatch(chunked, ref) | row_mismatch(whole, ref)
     assert not np.any(differ & ~ref.ambiguous), f"chunking changed tokens on {np.flatnonzero(differ)[:5]}"
     assert np.array_equal(whole[0][~ref.ambiguous], chunked[0][~ref.ambiguous])
