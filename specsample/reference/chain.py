@@ -152,23 +152,25 @@ def _chain_rows(p, x, q, u, n, tol, tokens, num_accepted, fallback, valid, ambig
     num_k = k_plus_1 - 1
     row_ids = np.arange(rows)
 
-    # --- acceptance tests, one position at a time over all rows: gathers p[i, x_i], q[i, x_i] ---
-    num_accepted_so_far = np.zeros(rows, dtype=np.int64)
-    testing = n > 0  # rows whose draft i is evaluated: all earlier drafts accepted and i < n
+    # --- acceptance tests, one position at a time over the rows still testing ---
+    a = np.zeros(rows, dtype=np.int64)
     amb = np.zeros(rows, dtype=bool)
+    testing = row_ids[n > 0]  # rows whose draft i is evaluated: drafts < i accepted and i < n
     for i in range(num_k):
-        x_i = x[:, i]
+        if testing.size == 0:
+            break
+        x_i = x[testing, i]
         in_vocab = (x_i >= 0) & (x_i < vocab)
         safe_x = np.where(in_vocab, x_i, 0)
-        p_x = clean_mass(p[row_ids, i, safe_x])
+        p_x = clean_mass(p[testing, i, safe_x])
         p_x[~in_vocab] = 0.0
-        u_i = u[:, i]
+        u_i = u[testing, i]
         if q is None:
             accept = u_i < p_x
             # |u - p_x| <= tol p_x; at p_x == 0 the test u < 0 can never flip
             near = (p_x > 0.0) & (np.abs(u_i - p_x) <= tol * p_x)
         else:
-            q_x = clean_mass(q[row_ids, i, safe_x])
+            q_x = clean_mass(q[testing, i, safe_x])
             q_x[~in_vocab] = 0.0
             scaled = u_i * q_x
             accept = (q_x > 0.0) & (scaled < p_x)
@@ -177,11 +179,10 @@ def _chain_rows(p, x, q, u, n, tol, tokens, num_accepted, fallback, valid, ambig
                 (q_x > 0.0) & (p_x > 0.0)
                 & (np.abs(scaled - p_x) <= tol * np.maximum(p_x, scaled))
             )  # fmt: skip
-        amb |= testing & near
-        testing &= accept
-        num_accepted_so_far += testing
-        testing &= i + 1 < n
-    a = num_accepted_so_far
+        amb[testing[near]] = True
+        testing = testing[accept]
+        a[testing] += 1
+        testing = testing[n[testing] > i + 1]
 
     # --- the distribution of the emitted token: residual at the first rejection, or bonus row ---
     rejected = a < n
