@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from specsample.stats import current_test_seed, tv_ucb_from_coupling
-from tests.kernels.logits_cases import make_batch, row_mismatch, run_both
+from tests.kernels.test_logits_cases import make_batch, row_mismatch, run_both
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
 

@@ -1,4 +1,5 @@
-"""Input builders shared by the tests of `rejection_sample_logits` (tests/kernels/test_logits_*.py)."""
+"""Input builders shared by the tests of `rejection_sample_logits` (no tests here; the name keeps it
+with the test_logits_* files it serves)."""
 
 from __future__ import annotations
 
