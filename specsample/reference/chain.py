@@ -34,8 +34,12 @@ class ChainReferenceResult(NamedTuple):
     fallback       [B] bool: a draft was rejected and its residual had no mass (norm_sum == 0), so
                    the token was drawn from the cleaned target row itself.
     valid          [B] bool: the distribution the token was drawn from had positive mass.
-    ambiguous      [B] bool: some decision taken for this row lies within relative `tol` of its
-                   boundary (always False for decisions that no perturbation can flip).
+    ambiguous      [B] bool: a decision taken for this row lies within relative `tol` of its
+                   boundary (docs/semantics.md, "Ambiguity"), leaving out the comparisons that
+                   no perturbation can flip: an acceptance test with clean(p)(x) == 0 (u q < 0 is
+                   never true: this keeps the u = 0 `<=` case in coupling tests), and inverse-CDF
+                   boundaries other than cumsum(r)[v] of tokens with r[v] > 0 (a cumsum of 0
+                   is never > u sum(r)). With tol = 0 only exact ties are flagged.
     emit_position  [B] int64: the target row j = a the emitted token was drawn from.
     """
 
