@@ -16,7 +16,7 @@ import numpy as np
 from scipy import special, stats
 
 from .bounds import clopper_pearson
-from .gof import gof_design, run_gof
+from .gof import gof_design, gof_policy, run_gof
 
 DEFAULT_SEEDS = 1000
 
@@ -199,6 +199,21 @@ def main() -> None:
             n = int(1e6) if "equi" not in label else 3 * E
             row = " ".join(f"{chi2_inflation(cells, n, a):9.2f}" for a in (1e-3, 1e-6, 1e-7, 1e-9))
             print(f"{label:>24} {E:6d} {row}")
+
+    print("\nassert_gof chi-square part under its policy (exact false-fail rate / declared alpha_chi)")
+    for alpha in (1e-3, 1e-6, 1e-7, 1e-9):
+        floor, nominal = gof_policy(alpha)
+        cases = {
+            "k=2 one small": ([floor / 1e6, 1 - floor / 1e6], 10**6),
+            "k=3 two small": ([floor / 1e6, floor / 1e6, 1 - 2 * floor / 1e6], 10**6),
+            "k=3 small+halves": ([floor / 1e6, 0.5, 0.5 - floor / 1e6], 10**6),
+            "k=3 equiprobable": ([1 / 3] * 3, int(3 * floor)),
+        }
+        row = ", ".join(
+            f"{name} {exact_pearson_tail(c, n, float(stats.chi2.isf(nominal, len(c) - 1))) / alpha:.3f}"
+            for name, (c, n) in cases.items()
+        )
+        print(f"alpha_chi={alpha:g}: floor {floor:g}, nominal {nominal:g}: {row}")
 
 
 if __name__ == "__main__":
