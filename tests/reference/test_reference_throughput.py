@@ -9,19 +9,19 @@ import pytest
 from specsample.reference.chain import chain_rejection_reference
 from specsample.stats import test_seed
 
-# (V, rows, floor in rows/s). Floors sit ~10x below what 2 shared CPU cores measured (V = 16:
-# ~1e6 rows/s; V = 32768: ~1e3 rows/s; less when other jobs load the cores), so they only fail
-# on a real regression.
-CASES = [(16, 200_000, 1e5), (32768, 128, 1e2)]
+# (V, rows, floor in rows per CPU-second). Floors sit ~10x below what this 2-core machine measured
+# (V = 16: 1.1e6 classic / 1.7e6 one-hot; V = 32768: 2.2e3 / 3.1e3), so they fail only on a real
+# regression (a per-row Python loop, a B (K+1) V copy), not on a busy machine.
+CASES = [(16, 200_000, 1e5), (32768, 128, 2e2)]
 NUM_K = 4
 
 
 @pytest.mark.parametrize("draft", ["classic", "one_hot"])
 @pytest.mark.parametrize(("vocab", "rows", "floor"), CASES, ids=[f"V{v}" for v, _, _ in CASES])
 def test_reference_throughput(vocab, rows, floor, draft, capsys, request):
-    """Best of 2 timed calls on materialised float32 target/draft rows (16 distinct requests
+    """Best of 2 calls on materialised float32 target/draft rows (16 distinct requests
     tiled over the batch), K = 4, drafts drawn from q so acceptance lengths are realistic;
-    asserts rows/s >= floor."""
+    asserts rows per CPU-second >= floor."""
     rng = np.random.default_rng(test_seed(request.node.nodeid))
     distinct = 16
     p = rng.random((distinct, NUM_K + 1, vocab), dtype=np.float32) ** 4
@@ -36,12 +36,18 @@ def test_reference_throughput(vocab, rows, floor, draft, capsys, request):
     target = p[index]
     draft_probs = q[index] if draft == "classic" else None
     uniforms = rng.random((rows, NUM_K + 1))
-    best = np.inf
+    best_wall = best_cpu = np.inf
     for _ in range(2):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         chain_rejection_reference(target, x, draft_probs, uniforms=uniforms)
-        best = min(best, time.perf_counter() - start)
-    rate = rows / best
+        best_wall = min(best_wall, time.perf_counter() - wall)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+    rate_wall, rate_cpu = rows / best_wall, rows / max(best_cpu, 1e-9)
     with capsys.disabled():
-        print(f"\nreference throughput {draft} V={vocab} K={NUM_K}: {rate:.4g} rows/s ({best:.3f} s)")
-    assert rate >= floor, f"{rate:.3g} rows/s < floor {floor:.3g} at V={vocab}"
+        print(
+            f"\nreference throughput {draft} V={vocab} K={NUM_K}: {rate_wall:.3g} rows/s wall, "
+            f"{rate_cpu:.3g} rows per CPU-second"
+        )
+    # numpy runs single-threaded here, so rows per CPU-second is the rate on an idle core; it does
+    # not drop when other jobs share the machine, unlike the wall-clock rate
+    assert rate_cpu >= floor, f"{rate_cpu:.3g} rows per CPU-second < floor {floor:.3g} at V={vocab}"
