@@ -1,0 +1,47 @@
+"""Budgets: how many rows each certificate uses and at which error rates.
+
+`ci`       CPU, Triton interpreter, 2 cores: the whole `make verify` within minutes. alpha = 1e-6 per
+           statistical assertion (about 100 of them: family-wise false-fail <= 1e-4 by the union bound),
+           power 1 - 1e-3 against TV >= 0.04 on every GOF law; coupling TV <= 2e-3 at delta = 1e-6.
+`standard` GPU default: alpha = 1e-7, beta = 1e-6, eps = 0.01; coupling on 10^6 rows.
+`full`     H200, millions of rows per case (<= 10 minutes): alpha = 1e-9, beta = 1e-9, eps = 0.005 on GOF
+           (capped by `gof_max_rows`), coupling on 4 10^6 rows (TV <= 3.5e-6 at delta = 1e-6 with 0 mismatches).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Budget:
+    name: str
+    alpha: float  # per statistical assertion (false fail)
+    beta: float  # false pass at the design eps
+    eps: float  # GOF design: TV distance caught with probability >= 1 - beta
+    gof_min_rows: int
+    gof_max_rows: int
+    coupling_rows: int
+    coupling_delta: float
+    coupling_eps: float  # pass iff TV(sampler, reference) upper bound <= coupling_eps
+    seeded_rows: int
+    grid_n1: int
+    grid_n2: int
+    gumbel_plackett_max_vocab: int
+    graph_replays: int
+
+
+BUDGETS = {
+    "ci": Budget("ci", 1e-6, 1e-3, 0.04, 4_000, 60_000, 16_384, 1e-6, 2e-3, 4_096, 128, 128, 16, 0),
+    "standard": Budget("standard", 1e-7, 1e-6, 0.01, 100_000, 2_000_000, 1_000_000, 1e-6, 5e-5, 262_144,
+                       512, 512, 64, 2_000),  # fmt: skip
+    "full": Budget("full", 1e-9, 1e-9, 0.005, 1_000_000, 16_000_000, 4_000_000, 1e-6, 1e-5, 1_048_576,
+                   1024, 1024, 128, 10_000),  # fmt: skip
+}
+
+
+def get_budget(name: str) -> Budget:
+    try:
+        return BUDGETS[name]
+    except KeyError:
+        raise ValueError(f"--budget: expected one of {sorted(BUDGETS)}, got {name!r}") from None

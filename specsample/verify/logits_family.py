@@ -1,0 +1,207 @@
+"""Certificates for logits-space rejection samplers (`rejection_sample_logits` signature).
+
+A logits sampler is fn(target_logits [B, K+1, V], draft_token_ids [B, K], draft_logits [B, K, V] | None,
+*, temperature [B], seeds [B], offsets [B], num_draft_tokens [B] | None) -> SampleResult.
+Laws: coupling_seeded (token for token against `specsample.reference.logits` on the same Philox
+stream, rows flagged ambiguous by the reference excluded), greedy (deterministic: T = 0 rows accept
+x iff x = argmax and emit the argmax, mixed with sampled rows in one batch), conditional (designed GOF
+of the joint (a, token) law at T = 0.7 and 1.5 against `reference.logits.output_law`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsample.reference.logits import output_law, rejection_sample_logits_reference, softmax_logits
+from specsample.verify import stats_bridge as sb
+from specsample.verify.budgets import Budget
+from specsample.verify.cases import case_rng, round_to_dtype
+from specsample.verify.certify import CertRecord, law_seed
+from specsample.verify.exact_laws import counts_from_outputs
+from specsample.verify.protocol import SamplerUnavailable, _torch_device, as_chain_output, to_torch
+
+LOGITS_BUGS = {
+    "greedy_at_T1": "greedy rows (temperature 0) are sampled at temperature 1 (SGLang #37134)",
+}
+
+
+@dataclass
+class LogitsSampler:
+    fn: object
+    name: str
+    inputs: str = "numpy"
+    device: str = "cpu"
+    is_kernel: bool = False
+
+    def __call__(self, lg, ids, dl, temperature, seeds, offsets, n=None):
+        if self.inputs == "numpy":
+            res = self.fn(lg, ids, dl, temperature=temperature, seeds=seeds, offsets=offsets, num_draft_tokens=n)
+            return as_chain_output(res)
+        import torch
+
+        d = self.device
+        kw = {} if n is None else {"num_draft_tokens": to_torch(n, d, torch.int64)}
+        res = self.fn(to_torch(lg, d, torch.float32), to_torch(ids, d, torch.int64),
+                      None if dl is None else to_torch(dl, d, torch.float32),
+                      temperature=to_torch(temperature, d, torch.float32), seeds=to_torch(seeds, d, torch.int64),
+                      offsets=to_torch(offsets, d, torch.int64), **kw)  # fmt: skip
+        return as_chain_output(res)
+
+
+def _reference_fn(bugs=frozenset()):
+    def fn(lg, ids, dl, *, temperature, seeds, offsets, num_draft_tokens=None):
+        t = np.asarray(temperature, np.float64)
+        if "greedy_at_T1" in bugs:
+            t = np.where(t == 0, 1.0, t)
+        return rejection_sample_logits_reference(lg, ids, dl, temperature=t, seeds=seeds, offsets=offsets,
+                                                 num_draft_tokens=num_draft_tokens)  # fmt: skip
+
+    return fn
+
+
+def mutable_logits_sampler(bugs=frozenset(), name="logits-reference") -> LogitsSampler:
+    return LogitsSampler(_reference_fn(frozenset(bugs)), name)
+
+
+def mutant_factory(bug: str):
+    return lambda: mutable_logits_sampler({bug}, name=f"mutant:{bug}")
+
+
+def specsample_logits_sampler(device="auto", module="specsample.kernels.logits") -> LogitsSampler:
+    try:
+        fn = importlib.import_module(module).rejection_sample_logits
+    except (ImportError, AttributeError) as exc:
+        raise SamplerUnavailable(f"{module}.rejection_sample_logits is not importable yet: {exc}") from exc
+    return LogitsSampler(fn, "specsample", "torch", _torch_device(device), True)
+
+
+def logits_cases():
+    """(name, target logits [K+1, V], draft logits [K, V] or None, drafts [K]) in float32 values."""
+    out = []
+    for vocab, k, classic in ((10, 2, True), (33, 3, False), (17, 2, True)):
+        name = f"logits_V{vocab}_K{k}_{'classic' if classic else 'onehot'}"
+        rng = case_rng(name)
+        lg = round_to_dtype(rng.normal(0, 2, (k + 1, vocab)), "float32")
+        dl = round_to_dtype(lg[:k] + rng.normal(0, 1, (k, vocab)), "float32") if classic else None
+        drafts = rng.integers(0, vocab, k)
+        drafts[0] = int(np.argmax(lg[0]))  # a greedy row accepts draft 0
+        out.append((name, lg, dl, drafts))
+    return out
+
+
+def certify_logits_coupling(sampler, case, budget: Budget, salt=0) -> CertRecord:
+    name, lg, dl, drafts = case
+    seed = law_seed(name, "coupling_seeded", salt)
+    rng = np.random.default_rng(seed)
+    rows = budget.seeded_rows
+    temps = rng.choice([0.0, 0.5, 1.0, 1.7], rows)
+    seeds = rng.integers(0, 1 << 62, rows, dtype=np.int64)
+    offsets = rng.integers(0, 1 << 40, rows, dtype=np.int64)
+    k = lg.shape[0] - 1
+    ids = np.where(rng.random((rows, k)) < 0.5, drafts, rng.integers(0, lg.shape[1], (rows, k)))
+    L = np.broadcast_to(lg, (rows, *lg.shape))
+    D = None if dl is None else np.broadcast_to(dl, (rows, *dl.shape))
+    out = sampler(L, ids, D, temps, seeds, offsets)
+    ref = rejection_sample_logits_reference(L, ids, D, temperature=temps, seeds=seeds, offsets=offsets)
+    mism = np.any(out.tokens != ref.tokens, axis=1) | (out.num_accepted != ref.num_accepted) | (out.valid != ref.valid)
+    hard = mism & ~ref.ambiguous
+    ucb = sb.tv_ucb_from_coupling(int(mism.sum()), rows, budget.coupling_delta)
+    stmt = (f"seeded path equals reference.logits on the same Philox stream (T in 0, 0.5, 1, 1.7): "
+            f"{int(mism.sum())} mismatches in {rows} rows ({int(hard.sum())} outside float tolerance)")  # fmt: skip
+    detail = ""
+    if hard.any():
+        b = int(np.flatnonzero(hard)[0])
+        detail = f"e.g. T={temps[b]}: sampler {out.tokens[b].tolist()} vs reference {ref.tokens[b].tolist()}"
+    return CertRecord(sampler.name, name, "coupling_seeded", "fail" if hard.any() else "pass", stmt, rows,
+                      tv_bound=ucb, seed=seed, detail=detail)  # fmt: skip
+
+
+def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
+    """T = 0 rows, mixed with T = 1 rows: exact greedy semantics."""
+    name, lg, dl, drafts = case
+    rng = case_rng(f"{name}/greedy", salt)
+    rows = 256
+    k, vocab = lg.shape[0] - 1, lg.shape[1]
+    temps = np.where(np.arange(rows) % 2 == 0, 0.0, 1.0)
+    arg = np.argmax(lg, axis=1)
+    ids = np.where(rng.random((rows, k)) < 0.7, arg[:k], rng.integers(0, vocab, (rows, k)))
+    seeds = rng.integers(0, 1 << 62, rows, dtype=np.int64)
+    offsets = rng.integers(0, 1 << 40, rows, dtype=np.int64)
+    L = np.broadcast_to(lg, (rows, *lg.shape))
+    D = None if dl is None else np.broadcast_to(dl, (rows, *dl.shape))
+    out = sampler(L, ids, D, temps, seeds, offsets)
+    g = temps == 0
+    match = ids == arg[None, :k]
+    want_a = np.cumprod(match, axis=1).sum(axis=1)
+    errs = []
+    if np.any(out.num_accepted[g] != want_a[g]):
+        errs.append("greedy rows: accepted count differs from 'accept iff x == argmax'")
+    emitted = out.tokens[np.arange(rows), np.clip(out.num_accepted, 0, k)]
+    if np.any(emitted[g] != arg[np.clip(out.num_accepted[g], 0, k)]):
+        errs.append("greedy rows: emitted token is not the argmax of its row")
+    stmt = "temperature-0 rows are exactly greedy (accept iff x = argmax, emit the argmax) in a mixed batch"
+    return CertRecord(sampler.name, name, "greedy", "fail" if errs else "pass", stmt, int(g.sum()),
+                      detail="; ".join(errs))  # fmt: skip
+
+
+def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRecord:
+    name, lg, dl, drafts = case
+    k, vocab = lg.shape[0] - 1, lg.shape[1]
+    fails, parts, pvals = [], [], []
+    seed = law_seed(name, "conditional", salt)
+    for temp in (0.7, 1.5):
+        p = softmax_logits(lg, temp)
+        q = None if dl is None else softmax_logits(dl, temp)
+        law = output_law(p, drafts, q)
+        rows = sb.design_rows(law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows)
+        seeds = np.full(rows, seed, np.int64)
+        offsets = (1 << 32) - rows // 2 + np.arange(rows, dtype=np.int64)
+        out = sampler(np.broadcast_to(lg, (rows, *lg.shape)), np.broadcast_to(drafts, (rows, k)),
+                      None if dl is None else np.broadcast_to(dl, (rows, *dl.shape)), np.full(rows, temp),
+                      seeds, offsets)  # fmt: skip
+        counts = counts_from_outputs(out.tokens, out.num_accepted, vocab, k)
+        g = sb.designed_gof(counts.ravel(), law.ravel(), eps=budget.eps, alpha=budget.alpha, beta=budget.beta,
+                            seed=seed, label=f"{name} T={temp}")  # fmt: skip
+        pvals.append(g.pvalue)
+        parts.append(f"T={temp}: n={rows}, p={g.pvalue:.3g}")
+        if not g.passed:
+            fails.append(f"T={temp}: {g.message}")
+    stmt = f"joint (a, token) law at T = 0.7 and 1.5, alpha={budget.alpha:g} each: " + "; ".join(parts)
+    return CertRecord(sampler.name, name, "conditional", "fail" if fails else "pass", stmt, alpha=budget.alpha,
+                      beta=budget.beta, eps=budget.eps, pvalue=min(pvals), pvalues=pvals, seed=seed,
+                      detail="; ".join(fails))  # fmt: skip
+
+
+LOGITS_LAWS = {
+    "coupling_seeded": certify_logits_coupling,
+    "greedy": certify_greedy,
+    "conditional": certify_logits_conditional,
+}
+
+
+def certify_logits(sampler, budget: Budget, *, salt: int = 0, only=None, laws=None) -> list[CertRecord]:
+    recs = []
+    for case in logits_cases():
+        for law, fn in LOGITS_LAWS.items():
+            if laws is not None and law not in laws:
+                continue
+            if only and not any(tok in f"{sampler.name}/{case[0]}/{law}" for tok in only):
+                continue
+            recs.append(_run(law, fn, sampler, case, budget, salt))
+    return recs
+
+
+def _run(law, fn, sampler, case, budget, salt):
+    import time
+
+    t0 = time.perf_counter()
+    try:
+        rec = fn(sampler, case, budget, salt)
+    except Exception as exc:  # noqa: BLE001 - a crash is a finding
+        rec = CertRecord(sampler.name, case[0], law, "error",
+                         f"raised {type(exc).__name__}: {str(exc)[:300]}")  # fmt: skip
+    rec.seconds = time.perf_counter() - t0
+    return rec

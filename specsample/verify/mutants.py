@@ -1,0 +1,193 @@
+"""The mutant catalogue: planted bugs the certificates must kill ("the tester is tested").
+
+Two mechanisms:
+- kernel mutants: a textual patch of a Triton kernel module's source. `patched_module` asserts that
+  the patched snippet occurs exactly once (a mutant can never silently become a no-op), writes the
+  patched source to a temporary file and imports it under a new module name, so `triton.jit` sees
+  real source. The mutant sampler calls the patched module's launcher.
+- reference mutants: verify's own float64 sampler (`mutable_reference`) with one bug switched on, used
+  where a kernel mutant is impractical or the kernel has not landed; the description says so.
+
+`run_mutants` certifies every mutant at a budget and records, per mutant, whether it was killed and
+by which certificates (law and case). The unmutated baseline must pass the same certificates, or a
+kill would mean nothing; the result carries the baseline's verdict.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specsample.verify import mutable_reference as mref
+from specsample.verify.protocol import (
+    ChainSampler,
+    SamplerUnavailable,
+    mutable_sampler,
+    reference_gumbel_sampler,
+    specsample_gumbel_sampler,
+    specsample_sampler,
+)
+
+
+@dataclass
+class Mutant:
+    """One planted bug: `build()` returns the mutated sampler (chain or gumbel family)."""
+
+    name: str
+    description: str
+    family: str  # "chain" | "gumbel" | "logits"
+    applied_to: str  # "kernel specsample.kernels.chain" | "reference copy (verify.mutable_reference)" ...
+    build: Callable
+    anchor: str = ""  # where the bug was seen in the field
+
+
+@dataclass
+class MutantResult:
+    name: str
+    description: str
+    family: str
+    applied_to: str
+    anchor: str
+    killed: bool
+    killed_by: list = field(default_factory=list)
+    error: str = ""
+    examples: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+_PATCH_COUNTER = [0]
+
+
+def patched_module(module_name: str, patches: list[tuple[str, str]]):
+    """Import a copy of `module_name` with each (old, new) textual patch applied exactly once.
+
+    Raises ValueError if some `old` does not occur exactly once in the module's source."""
+    mod = importlib.import_module(module_name)
+    src = inspect.getsource(mod)
+    for old, new in patches:
+        count = src.count(old)
+        if count != 1:
+            raise ValueError(f"mutant patch for {module_name}: snippet occurs {count} times (need exactly 1): {old!r}")
+        src = src.replace(old, new)
+    _PATCH_COUNTER[0] += 1
+    new_name = f"{module_name}_mutant{_PATCH_COUNTER[0]}"
+    tmpdir = Path(tempfile.mkdtemp(prefix="specsample_mutant_"))
+    path = tmpdir / (new_name.replace(".", "_") + ".py")
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(new_name, path)
+    new_mod = importlib.util.module_from_spec(spec)
+    new_mod.__package__ = mod.__package__  # relative imports resolve as in the original
+    sys.modules[new_name] = new_mod
+    spec.loader.exec_module(new_mod)
+    return new_mod
+
+
+def _ref_chain(bug: str) -> Callable[[], ChainSampler]:
+    return lambda: mutable_sampler({bug}, name=f"mutant:{bug}")
+
+
+def _ref_gumbel(bug: str):
+    return lambda: reference_gumbel_sampler({bug}, name=f"mutant:{bug}")
+
+
+_ANCHORS = {
+    "residual_from_p": "DESIGN.md §4 (classic rejection-sampling mistake)",
+    "swapped_residual": "DESIGN.md §4",
+    "unclamped_residual": "DESIGN.md §4",
+    "inverse_cdf_off_by_one": "DESIGN.md §4",
+    "reused_coin": "SGLang before #7207",
+    "shared_column": "vLLM #47386, #54282",
+    "norm_sum_zero_last_token": "SGLang Triton kernel",
+    "norm_sum_zero_token0": "vLLM MRV1/MRV2",
+    "le_accepts_zero_prob": "SGLang #35771",
+    "acceptance_inverted": "stats.md §5 mutant table",
+    "invalid_draft_accepted": "SGLang (q = -inf accepted), FlashInfer #879",
+    "one_hot_residual_not_zeroed": "one-hot draft semantics (DESIGN.md §1)",
+    "bonus_wrong_position": "ragged layouts (vLLM cu_num_draft_tokens)",
+    "nan_not_sanitised": "vLLM #20531, #21876, #45060",
+    "tile_tail_unmasked": "vLLM GHSA-8wr5-jm2h-8r4f",
+    "philox_offset_ignored": "FlashInfer (randomness frozen across CUDA-graph replays)",
+    "offset_int32_overflow": "vLLM #46560, #47383, #48055",
+    "seed_index0": "FlashInfer (per-request seeds read at index 0)",
+    "gumbel_p_times_E": "DESIGN.md §4",
+    "gumbel_tile_tail": "vLLM GHSA-8wr5-jm2h-8r4f",
+    "gumbel_noise_on_logits": "stats.md §5 mutant table",
+}
+
+# Kernel patches: (name, module, description, [(old, new), ...]). Filled in against the landed kernels;
+# each snippet must occur exactly once in the module source or the mutant reports an error.
+KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = []
+
+
+def catalogue(include_kernel: bool = True) -> list[Mutant]:
+    """Every mutant: reference-copy mutants for all chain and gumbel bugs, plus kernel mutants."""
+    out = []
+    for bug, desc in mref.CHAIN_BUGS.items():
+        out.append(Mutant(bug, desc, "chain", "reference copy (verify.mutable_reference)", _ref_chain(bug),
+                          _ANCHORS.get(bug, "")))  # fmt: skip
+    for bug, desc in mref.GUMBEL_BUGS.items():
+        out.append(Mutant(bug, desc, "gumbel", "reference copy (verify.mutable_reference)", _ref_gumbel(bug),
+                          _ANCHORS.get(bug, "")))  # fmt: skip
+    from specsample.verify import logits_family
+
+    for bug, desc in logits_family.LOGITS_BUGS.items():
+        out.append(Mutant(bug, desc, "logits", "reference copy (verify.logits_family)",
+                          logits_family.mutant_factory(bug), "SGLang #37134"))  # fmt: skip
+    if include_kernel:
+        for name, module, desc, patches in KERNEL_PATCHES:
+            family = "gumbel" if module.endswith("gumbel") else "chain"
+
+            def build(module=module, patches=patches, name=name, family=family):
+                mod = patched_module(module, patches)
+                if family == "gumbel":
+                    s = specsample_gumbel_sampler("auto", mod.__name__)
+                else:
+                    s = specsample_sampler("auto", mod.__name__)
+                s.name = f"mutant:{name}"
+                return s
+
+            out.append(Mutant(name, desc, family, f"kernel {module} (textual patch)", build, _ANCHORS.get(name, "")))
+    return out
+
+
+def run_mutants(budget, *, only=None, case_filter=None, progress=None, salt: int = 0):
+    """Certify each mutant at `budget`; returns (list[MutantResult], baseline records)."""
+    from specsample.verify import runner
+
+    results = []
+    baseline = runner.certify_sampler_family("chain", mutable_sampler(name="verify-baseline"), budget,
+                                             case_filter=case_filter, salt=salt)  # fmt: skip
+    baseline += runner.certify_sampler_family("gumbel", reference_gumbel_sampler(name="gumbel-baseline"), budget,
+                                              case_filter=case_filter, salt=salt)  # fmt: skip
+    from specsample.verify import logits_family
+
+    baseline += logits_family.certify_logits(logits_family.mutable_logits_sampler(), budget, salt=salt)
+    for m in catalogue():
+        if only and not any(tok in m.name for tok in only):
+            continue
+        try:
+            sampler = m.build()
+        except (SamplerUnavailable, ValueError, ImportError) as exc:
+            results.append(MutantResult(m.name, m.description, m.family, m.applied_to, m.anchor, False, [],
+                                        f"could not build: {exc}"))  # fmt: skip
+            continue
+        if m.family == "logits":
+            recs = logits_family.certify_logits(sampler, budget, salt=salt)
+        else:
+            recs = runner.certify_sampler_family(m.family, sampler, budget, case_filter=case_filter, salt=salt)
+        failed = [r for r in recs if not r.passed]
+        killed_by = sorted({f"{r.law}" for r in failed})
+        examples = [f"{r.law} on {r.case}" for r in failed[:3]]
+        results.append(MutantResult(m.name, m.description, m.family, m.applied_to, m.anchor, bool(failed),
+                                    killed_by, "" if failed else "survived", examples))  # fmt: skip
+        if progress:
+            progress(m.name, bool(failed))
+    return results, baseline

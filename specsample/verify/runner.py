@@ -1,0 +1,199 @@
+"""The certification runner: sampler x case x law -> CertRecord, within a budget.
+
+`certify_sampler_family(family, sampler, budget)` runs every law of a family ("chain", "gumbel",
+"logits") on every case of the budget; `verify(...)` picks the samplers an invocation asks for
+(adapters, an external target, our kernels) and runs them all. Nothing is retried; seeds are a
+pure function of (case, law, salt), salt = 0 except in calibration runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from specsample.verify import certify as C
+from specsample.verify import edges as E
+from specsample.verify import gumbel_family as G
+from specsample.verify import logits_family as L
+from specsample.verify.budgets import Budget
+from specsample.verify.cases import chain_cases
+from specsample.verify.protocol import (
+    SamplerUnavailable,
+    chain_sampler_for,
+    reference_gumbel_sampler,
+    specsample_gumbel_sampler,
+    target_sampler,
+)
+
+CHAIN_CASE_LAWS = {
+    "grid": C.certify_grid,
+    "coupling": C.certify_coupling,
+    "coupling_seeded": C.certify_coupling_seeded,
+    "joint": C.certify_joint,
+}
+CHAIN_GLOBAL = {
+    "edge": E.certify_edges,
+    "determinism": E.certify_determinism,
+    "batch_invariance": E.certify_batch_invariance,
+    "cuda_graph": E.certify_cuda_graph,
+}
+ALL_LAWS = ("grid", "coupling", "coupling_seeded", "conditional", "accepted_length", "joint", "edge", "determinism",
+            "batch_invariance", "cuda_graph", "gof", "plackett_luce", "zero_mass", "greedy")  # fmt: skip
+
+
+def _selected(only, *parts) -> bool:
+    if not only:
+        return True
+    key = "/".join(str(p) for p in parts)
+    return any(tok in key for tok in only)
+
+
+def _tick(progress, rec):
+    if progress is not None:
+        progress(rec)
+
+
+def certify_chain(sampler, budget: Budget, *, only=None, case_filter=None, salt=0, progress=None, laws=None):
+    """Every chain law on every case of the budget (plus the case-independent laws)."""
+    recs = []
+    for case in chain_cases(budget.name):
+        if case_filter is not None and not case_filter(case):
+            continue
+        fixed_run = None
+        for law in ("grid", "coupling", "coupling_seeded", "conditional", "accepted_length", "joint"):
+            if (laws is not None and law not in laws) or not _selected(only, sampler.name, case.name, law):
+                continue
+            if law in ("conditional", "accepted_length"):
+                t0 = time.perf_counter()
+                try:
+                    if fixed_run is None:
+                        fixed_run = C.run_fixed_drafts(sampler, case, budget, salt)
+                    fn = C.certify_conditional if law == "conditional" else C.certify_accepted_length
+                    rec = fn(sampler, case, budget, salt, run=fixed_run)
+                except Exception as exc:  # noqa: BLE001 - a crash is a finding
+                    rec = C.CertRecord(sampler.name, case.name, law, "error", f"raised {type(exc).__name__}: {exc}")
+                rec.seconds = time.perf_counter() - t0
+            else:
+                rec = C.timed(CHAIN_CASE_LAWS[law], sampler, case, budget, salt=salt)
+                rec.law = law
+            recs.append(rec)
+            _tick(progress, rec)
+    for law, fn in CHAIN_GLOBAL.items():
+        if (laws is not None and law not in laws) or not _selected(only, sampler.name, law):
+            continue
+        rec = C.timed(_case_free(fn), sampler, _Global(law), budget, salt=salt)
+        rec.law = law
+        recs.append(rec)
+        _tick(progress, rec)
+    return recs
+
+
+@dataclass
+class _Global:
+    name: str
+
+
+def _case_free(fn):
+    """Adapt a case-independent certificate fn(sampler, budget, salt) to timed()'s calling convention."""
+
+    def call(sampler, case, budget, salt=0):
+        return fn(sampler, budget, salt)
+
+    call.__name__ = fn.__name__
+    return call
+
+
+def _gumbel_global(sampler, case, budget, salt=0):
+    return G.certify_gumbel_zero_mass(sampler, budget, salt)
+
+
+def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt=0, progress=None, laws=None):
+    recs = []
+    fns = {"coupling_seeded": G.certify_gumbel_coupling, "gof": G.certify_gumbel_gof,
+           "plackett_luce": G.certify_plackett_luce}  # fmt: skip
+    for name, p in G.gumbel_cases(budget.name):
+        for law, fn in fns.items():
+            if (laws is not None and law not in laws) or not _selected(only, sampler.name, name, law):
+                continue
+            t0 = time.perf_counter()
+            try:
+                rec = fn(sampler, name, p, budget, salt)
+            except Exception as exc:  # noqa: BLE001
+                rec = C.CertRecord(sampler.name, name, law, "error", f"raised {type(exc).__name__}: {exc}")
+            rec.seconds = time.perf_counter() - t0
+            recs.append(rec)
+            _tick(progress, rec)
+    if (laws is None or "zero_mass" in laws) and _selected(only, sampler.name, "zero_mass"):
+        rec = C.timed(_gumbel_global, sampler, _Global("tile-boundaries"), budget, salt=salt)
+        rec.law = "zero_mass"
+        recs.append(rec)
+        _tick(progress, rec)
+    return recs
+
+
+def certify_sampler_family(family, sampler, budget, *, only=None, case_filter=None, salt=0, progress=None,
+                           laws=None):  # fmt: skip
+    if family == "chain":
+        return certify_chain(sampler, budget, only=only, case_filter=case_filter, salt=salt, progress=progress,
+                             laws=laws)  # fmt: skip
+    if family == "gumbel":
+        return certify_gumbel(sampler, budget, only=only, case_filter=case_filter, salt=salt, progress=progress,
+                              laws=laws)  # fmt: skip
+    if family == "logits":
+        recs = L.certify_logits(sampler, budget, salt=salt, only=only, laws=laws)
+        for r in recs:
+            _tick(progress, r)
+        return recs
+    raise ValueError(f"family: expected chain, gumbel or logits, got {family!r}")
+
+
+@dataclass
+class VerifyRun:
+    """Everything one `specsample verify` invocation produced."""
+
+    budget: str
+    device: str
+    records: list = field(default_factory=list)
+    unavailable: list = field(default_factory=list)  # (sampler, reason)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list:
+        return [r for r in self.records if not r.passed]
+
+
+def plan_samplers(adapters, target: str | None, device: str):
+    """[(family, sampler)] and [(name, reason)] for what cannot be loaded.
+
+    With no adapter and no target: the float64 references (chain, gumbel, logits) and our kernels."""
+    plan, missing = [], []
+    if target:
+        plan.append(("chain", target_sampler(target, device)))
+        return plan, missing
+    for adapter in adapters:
+        try:
+            plan.append(("chain", chain_sampler_for(adapter, device)))
+        except SamplerUnavailable as exc:
+            missing.append((adapter, str(exc)))
+        if adapter == "reference":
+            plan.append(("gumbel", reference_gumbel_sampler()))
+            plan.append(("logits", L.mutable_logits_sampler(name="reference")))
+        if adapter == "specsample":
+            for fam, build in (("gumbel", specsample_gumbel_sampler), ("logits", L.specsample_logits_sampler)):
+                try:
+                    plan.append((fam, build(device)))
+                except SamplerUnavailable as exc:
+                    missing.append((f"specsample {fam}", str(exc)))
+    return plan, missing
+
+
+def verify(budget: Budget, *, adapters=("reference", "specsample"), target=None, device="auto", only=None,
+           salt=0, progress: Callable | None = None) -> VerifyRun:  # fmt: skip
+    t0 = time.perf_counter()
+    plan, missing = plan_samplers(adapters, target, device)
+    run = VerifyRun(budget.name, device, unavailable=missing)
+    for family, sampler in plan:
+        run.records += certify_sampler_family(family, sampler, budget, only=only, salt=salt, progress=progress)
+    run.seconds = time.perf_counter() - t0
+    return run
