@@ -68,6 +68,19 @@ def bench_session():
     return BenchSession.create()
 
 
+@pytest.fixture(autouse=True)
+def _free_device_memory():
+    """Give each benchmark's graphs and input copies back to the device before the next one."""
+    yield
+    if SKIP_REASON is None:
+        import gc
+
+        import torch
+
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def pytest_sessionfinish(session, exitstatus):
     from benchmarks import suite
 

@@ -115,8 +115,8 @@ class GraphRunner:
 
 
 def warm_up_cuda(calls: Sequence[Call]) -> None:
-    """Compile and autotune outside any timing or capture: call the first two copies on a side
-    stream (what torch.cuda.graph's documentation asks before capture), then wait for it."""
+    """Compile and autotune outside any timing or capture: call the first copy twice and the last
+    once on a side stream (what torch.cuda.graph's documentation asks before capture), then wait."""
     import torch
 
     side = torch.cuda.Stream()

@@ -3,6 +3,8 @@ Only the plain-PyTorch providers run here (ours under the interpreter would only
 
 import json
 
+import pytest
+
 from benchmarks import run_h200
 from benchmarks.floors import Case
 from benchmarks.harness import BenchSession
@@ -10,8 +12,12 @@ from benchmarks.providers import PROVIDERS, Provider, providers_for
 from benchmarks.records import load_records
 
 
-def test_session_measures_available_providers_and_skips_the_rest_with_reasons():
-    session = BenchSession.create(dry_run=True)
+@pytest.fixture(scope="module")
+def session():
+    return BenchSession.create(dry_run=True)
+
+
+def test_session_measures_available_providers_and_skips_the_rest_with_reasons(session):
     assert session.device == "cpu" and session.copy_bandwidth > 0
     case = Case("chain", 2, 2, 64, "float32")
     names = ("torch", "sglang", "vllm", "flashinfer")
@@ -22,8 +28,7 @@ def test_session_measures_available_providers_and_skips_the_rest_with_reasons():
     assert all(s.reason and s.case == case.label for s in skips)
 
 
-def test_session_turns_a_provider_error_into_a_skip():
-    session = BenchSession.create(dry_run=True)
+def test_session_turns_a_provider_error_into_a_skip(session):
     case = Case("fast_sample", 2, 0, 64, "float32")
 
     def broken(case, x):
