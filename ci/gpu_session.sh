@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # One batched H200 session: GPU tests, the kernels' GPU scripts (large statistical runs, CUDA graphs,
 # performance), benchmarks. Runs with the machine's python3 (torch/triton preinstalled), no venv.
-# Usage: OUT=/some/dir bash ci/gpu_session.sh [parts...]   parts: tests chain gumbel logits bench verify sanitize
+# Usage: OUT=/some/dir bash ci/gpu_session.sh [parts...]
+#   parts: tests chain gumbel logits large sanitize verify bench   (default: all but verify)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT="${OUT:-$PWD/out}"; mkdir -p "$OUT"
-parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests chain gumbel logits bench)
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests chain gumbel logits large sanitize bench)
 status=0
 step() { local name=$1; shift; echo "=== $name: $*"; local t0=$SECONDS
   "$@" 2>&1 | tee "$OUT/$name.log"; local rc=${PIPESTATUS[0]}
   echo "=== $name rc=$rc in $((SECONDS - t0)) s"; [ "$rc" -eq 0 ] || status=1; }
 for part in "${parts[@]}"; do
   case "$part" in
-    tests)    step tests python3 -m pytest -q -p no:cacheprovider -x tests ;;
+    tests)    step tests python3 -m pytest -q -p no:cacheprovider tests ;;
+    large)    step large python3 ci/gpu/large_index.py ;;
     chain)    step chain python3 ci/gpu/chain_gpu.py ;;
     gumbel)   step gumbel python3 ci/gpu/gumbel_gpu.py ;;
     logits)   step logits python3 ci/gpu/logits_gpu.py ;;
