@@ -35,6 +35,7 @@ from .gof import (
     exact_cellwise_binomial,
     gof_design,
     gof_policy,
+    mc_pvalue,
     pool_by_expected,
     run_gof,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "exact_cellwise_binomial",
     "gof_design",
     "gof_policy",
+    "mc_pvalue",
     "pool_by_expected",
     "repro_line",
     "seed_stream",

@@ -133,3 +133,22 @@ def test_tv_from_counts_covers_the_true_tv(request, k, peaked):
     for counts in rng.multinomial(20_000, q, size=200):
         misses += tv_ucb_from_counts(counts, p, 0.05).tv_bound < true_tv
     assert clopper_pearson(misses, 200, 1e-6, "lower") <= 0.05, f"misses {misses}/200, seed {seed}"
+
+
+@pytest.mark.statistical
+def test_mc_pvalue_is_valid_for_sparse_tables(request):
+    """Sparse table (k = 30, n = 60, expected 2 per cell): over 300 null tables the MC p-value
+    (999 simulations) rejects at 0.05 at a rate whose Clopper-Pearson lower bound (confidence
+    1 - 1e-6) is <= 0.05; a law at TV 0.23 (noncentrality 73 at n = 300) gets p-value <= 0.01."""
+    from specsample.stats import clopper_pearson, mc_pvalue
+
+    seed = test_seed(request.node.nodeid)
+    rng = np.random.default_rng(seed)
+    p = np.full(30, 1 / 30)
+    rejections = sum(
+        mc_pvalue(c, p, n_sims=999, seed=int(rng.integers(2**63))) <= 0.05
+        for c in rng.multinomial(60, p, size=300)
+    )
+    assert clopper_pearson(rejections, 300, 1e-6, "lower") <= 0.05, f"{rejections}/300; seed {seed}"
+    q = np.r_[np.full(10, 0.1 / 10), np.full(20, 0.9 / 20)]
+    assert mc_pvalue(rng.multinomial(300, q), p, n_sims=999, seed=seed) <= 0.01
