@@ -285,7 +285,9 @@ def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
     single chunk per row (its cost is per program and per op, not per element)."""
     if interpreting():
         block_v = min(triton.next_power_of_2(max(vocab, 4)), 1024)
-        block_rows = min(triton.next_power_of_2(max(num_rows, 1)), max(1, 2**18 // block_v), 1024)
+        # each program instance costs ~0.2 s of interpreter overhead (nested jit calls), each op
+        # ~1 ms per 2^19 elements: few, large programs
+        block_rows = min(triton.next_power_of_2(max(num_rows, 1)), max(1, 2**19 // block_v), 2**15)
         tiles = 1 if num_samples > 1 else triton.cdiv(vocab, block_v)
         return RaceTiling(block_rows, block_v, tiles, 4)
     sms = 132
@@ -452,7 +454,7 @@ def _row_temperature(temperature_ptr, temperature_value, rows, row_ok, PER_ROW_T
     else:
         t = tl.zeros(rows.shape, tl.float32) + temperature_value
     greedy = ~(t > 0.0)
-    scale = tl.where(greedy, 1.0, 1.4426950408889634 / t)
+    scale = 1.4426950408889634 / tl.where(greedy, 1.4426950408889634, t)
     return scale[:, None], tl.where(greedy, 0.0, 1.0)[:, None]
 
 

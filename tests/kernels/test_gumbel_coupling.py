@@ -1,0 +1,239 @@
+"""Coupling: the Gumbel kernels return the float64 reference's tokens on the same Philox stream.
+
+Kernel and reference see bit-identical Philox words (tests/kernels/test_philox.py), so their
+Exp(1) noise agrees to float32 precision and their tokens agree except where the reference's two
+best scores are within float32 error of each other. The tolerance REL_TOL = 1e-5 on the relative
+score gap covers: the kernel's Exp(1) evaluation (relative error <= 1e-6 under the interpreter,
+<= 4e-6 with the GPU's approximate log2, measured by test_exponential_noise_accuracy), the
+float32 products p * E of the cross-multiplied comparison (2 x 2^-24) and bf16/fp16 inputs
+(converted exactly), with a 2x margin. Every mismatch must be such a near-tie; the certificate
+is the Clopper-Pearson bound on the mismatch rate (coupling inequality: TV <= P(mismatch)).
+"""
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from specsample.kernels import gumbel as kg
+from specsample.kernels._launch import interpreting
+from specsample.reference import gumbel as rg
+from specsample.reference import philox as rp
+from specsample.stats import current_test_seed, tv_ucb_from_coupling
+
+REL_TOL = 1e-5  # relative score gap below which a mismatch is a float32 near-tie (module docstring)
+DELTA = 1e-6  # confidence of the TV certificates
+TV_MAX = 2e-3  # asserted TV(kernel, reference) upper bound; 0 mismatches in n rows give ~13.8 / n
+
+
+def _rows(rng, batch, vocab, zero_frac=0.3):
+    """Dirichlet rows with a fraction of exact zeros, some peaked, some with no mass at all."""
+    alpha = rng.choice([0.05, 0.5, 3.0], size=(batch, 1))
+    p = rng.gamma(alpha, size=(batch, vocab))
+    p[rng.random((batch, vocab)) < zero_frac] = 0.0
+    p[rng.random(batch) < 0.01] = 0.0  # rows without mass
+    return p / np.maximum(p.sum(1, keepdims=True), 1e-300)
+
+
+def _seeds(rng, batch):
+    return (
+        torch.from_numpy(rng.integers(-(2**63), 2**63 - 1, size=batch, dtype=np.int64)),
+        torch.from_numpy(rng.integers(0, 2**40, size=batch, dtype=np.int64)),
+    )
+
+
+def _certify(got, ref, margin, label):
+    """Mismatched rows must all be near-ties; returns the coupling certificate."""
+    differ = np.any(got != ref, axis=1) if got.ndim == 2 else got != ref
+    near_tie = margin <= REL_TOL
+    bad = np.flatnonzero(differ & ~near_tie)
+    assert bad.size == 0, (
+        f"{label}: {bad.size} rows differ from the reference with a score gap > {REL_TOL} "
+        f"(first rows {bad[:5].tolist()}: kernel {got[bad[:5]].tolist()}, reference {ref[bad[:5]].tolist()})"
+    )
+    cert = tv_ucb_from_coupling(int(differ.sum()), differ.size, DELTA, label=label)
+    assert cert.tv_bound <= TV_MAX, f"{label}: {cert.summary()} (near-ties {int(near_tie.sum())})"
+    return cert
+
+
+@pytest.mark.parametrize(
+    "dtype, num_samples, layout",
+    [
+        (torch.float32, 1, "contiguous"),
+        (torch.float32, 3, "contiguous"),
+        (torch.bfloat16, 1, "contiguous"),
+        (torch.float16, 2, "transposed"),
+        (torch.float32, 1, "transposed"),
+    ],
+)
+def test_fast_sample_matches_reference(device, dtype, num_samples, layout):
+    """n = 10000 rows, V = 97: kernel ids == reference ids except at float32 near-ties (gap <=
+    1e-5); certifies TV(kernel, reference) <= 2e-3 at confidence 1 - 1e-6 (0 mismatches: 1.4e-3)."""
+    rng = np.random.default_rng(current_test_seed())
+    batch, vocab = 10000, 97
+    p = torch.from_numpy(_rows(rng, batch, vocab)).to(dtype)
+    if layout == "transposed":
+        p = p.t().contiguous().t()  # stride (1, B)
+    p = p.to(device)
+    seeds, offsets = _seeds(rng, batch)
+    sample_p, ids = kg.fast_sample(p, num_samples, seeds=seeds.to(device), offsets=offsets.to(device))
+    p64 = p.float().cpu().numpy().astype(np.float64)
+    ref_p, ref_ids = rg.fast_sample_reference(p64, seeds.numpy(), offsets.numpy(), num_samples)
+    noise = rp.gumbel_exponentials(seeds.numpy(), offsets.numpy(), vocab)
+    margin = rg.race_margin(p64, noise, num_samples)
+    got = ids.cpu().numpy()
+    _certify(got, ref_ids, margin, f"fast_sample {dtype} n={num_samples} {layout}")
+    same = np.all(got == ref_ids, axis=1)
+    got_p = sample_p.float().cpu().numpy()
+    assert np.array_equal(got_p[same], ref_p[same].astype(np.float32)), "sample_p is not p at the index"
+    assert sample_p.dtype == dtype and ids.dtype == torch.int64
+
+
+@pytest.mark.parametrize("block_v, tiles_per_chunk, block_rows", [(16, 1, 512), (16, 3, 512), (32, 2, 4096)])
+def test_fast_sample_tiling_does_not_change_tokens(device, block_v, tiles_per_chunk, block_rows):
+    """Chunk-invariance: tokens are a function of (probs, seed, offset) only. Many chunks, several
+    tiles per chunk and partial row blocks give exactly the default launch's tokens (same float32
+    scores, so not even near-ties may differ): 1000 rows, V = 101."""
+    rng = np.random.default_rng(current_test_seed())
+    batch, vocab = 1000, 101
+    p = torch.from_numpy(_rows(rng, batch, vocab)).float().to(device)
+    seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
+    _, base, _ = kg._fast_sample(p, 1, None, seeds, offsets)
+    tiling = kg.RaceTiling(block_rows if interpreting() else 1, block_v, tiles_per_chunk, 1)
+    _, tiled, _ = kg._fast_sample(p, 1, None, seeds, offsets, tiling=tiling)
+    assert torch.equal(base, tiled)
+    # batch invariance: a row's token does not depend on the other rows
+    perm = torch.from_numpy(rng.permutation(batch)).to(device)
+    _, permuted = kg.fast_sample(p[perm], seeds=seeds[perm], offsets=offsets[perm])
+    assert torch.equal(permuted, base[perm])
+
+
+@pytest.mark.parametrize("per_row_temperature", [False, True])
+def test_sample_from_logits_matches_reference(device, per_row_temperature):
+    """n = 10000 rows, V = 83, logits N(0, 3^2) with NaN / +-inf entries, T in {0, 0.3, 1, 2.5} per
+    row (or 0.7 for all): tokens == reference except where the reference's two best log-space
+    scores are within 4e-6 + 4 * 2^-24 * max|l / T| (float32 error of l / T and of ln E); certifies
+    TV <= 2e-3 at confidence 1 - 1e-6 (0 mismatches: 1.4e-3).
+    probs_out == softmax(l / T) (one-hot for T = 0) to 1e-5."""
+    rng = np.random.default_rng(current_test_seed())
+    batch, vocab = 10000, 83
+    logits = rng.normal(0.0, 3.0, size=(batch, vocab)).astype(np.float32)
+    logits[rng.random((batch, vocab)) < 0.05] = -np.inf
+    logits[rng.random((batch, vocab)) < 0.01] = np.nan
+    logits[rng.random((batch, vocab)) < 0.002] = np.inf
+    logits[rng.random(batch) < 0.01] = -np.inf  # rows without mass
+    if per_row_temperature:
+        temps = rng.choice(np.array([0.0, 0.3, 1.0, 2.5], dtype=np.float32), size=batch)
+        temperature = torch.from_numpy(temps).to(device)
+    else:
+        temps = np.float32(0.7)
+        temperature = 0.7
+    seeds, offsets = _seeds(rng, batch)
+    probs_out = torch.empty((batch, vocab), dtype=torch.float32, device=device)
+    got = kg.sample_from_logits(
+        torch.from_numpy(logits).to(device),
+        temperature,
+        seeds=seeds.to(device),
+        offsets=offsets.to(device),
+        probs_out=probs_out,
+    )
+    ref = rg.sample_from_logits_reference(logits, temps, seeds.numpy(), offsets.numpy())
+    noise = rp.gumbel_exponentials(seeds.numpy(), offsets.numpy(), vocab)
+    gap = rg.logits_margin(logits, temps, noise)
+    t = np.broadcast_to(np.asarray(temps, dtype=np.float64), (batch,))
+    scale = np.where(t > 0, 1.0 / np.where(t > 0, t, 1.0), 1.0)
+    finite = np.where(np.isfinite(logits), np.abs(logits), 0.0).max(axis=1)
+    tol = 4e-6 + 4 * 2.0**-24 * finite * scale
+    got_np = got.cpu().numpy()
+    differ = got_np != ref
+    bad = np.flatnonzero(differ & (gap > tol))
+    assert bad.size == 0, f"{bad.size} genuine mismatches, rows {bad[:5].tolist()}"
+    cert = tv_ucb_from_coupling(int(differ.sum()), batch, DELTA, label="sample_from_logits")
+    assert cert.tv_bound <= TV_MAX, cert.summary()
+    soft = rg.softmax_with_temperature(logits, temps)
+    greedy = ~(t > 0)
+    soft[greedy] = 0.0
+    hot = got_np[greedy]
+    soft[np.flatnonzero(greedy)[hot >= 0], hot[hot >= 0]] = 1.0  # one-hot at the returned token
+    assert np.abs(probs_out.cpu().numpy() - soft).max() < 1e-5
+
+
+def test_sample_from_logits_is_fast_sample_of_the_softmax(device):
+    """The two samplers share their noise: sample_from_logits(l, T) == fast_sample(softmax(l / T))
+    on the same seeds except at float32 near-ties (4000 rows, V = 64, T = 0.9; at most 0.5% of
+    rows may differ, and only where the reference's relative score gap is <= 1e-4)."""
+    rng = np.random.default_rng(current_test_seed())
+    batch, vocab = 4000, 64
+    logits = rng.normal(0.0, 2.0, size=(batch, vocab)).astype(np.float32)
+    seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
+    tokens = kg.sample_from_logits(torch.from_numpy(logits).to(device), 0.9, seeds=seeds, offsets=offsets)
+    probs = rg.softmax_with_temperature(logits, 0.9)
+    _, ids = kg.fast_sample(torch.from_numpy(probs).float().to(device), seeds=seeds, offsets=offsets)
+    differ = (tokens != ids[:, 0]).cpu().numpy()
+    noise = rp.gumbel_exponentials(seeds.cpu().numpy(), offsets.cpu().numpy(), vocab)
+    margin = rg.race_margin(probs, noise)
+    assert not np.any(differ & (margin > 1e-4)) and differ.mean() <= 5e-3
+
+
+def test_renorm_draft_probs_matches_reference(device):
+    """[B, K, V] = [50, 3, 70] logits with non-finite entries, temperature [B] with zeros:
+    softmax(l / T) (one-hot argmax for T = 0, zeros without mass) to 1e-6 absolute."""
+    rng = np.random.default_rng(current_test_seed())
+    logits = rng.normal(0.0, 4.0, size=(50, 3, 70)).astype(np.float32)
+    logits[rng.random(logits.shape) < 0.05] = -np.inf
+    logits[rng.random(logits.shape) < 0.02] = np.nan
+    logits[3, 1] = np.nan
+    logits[4, 0, :5] = 100.0  # greedy tie: first id wins
+    temps = rng.choice(np.array([0.0, 0.5, 1.0, 3.0], dtype=np.float32), size=50)
+    temps[4] = 0.0
+    out = kg.renorm_draft_probs(torch.from_numpy(logits).to(device), torch.from_numpy(temps).to(device))
+    ref = rg.softmax_with_temperature(logits, np.repeat(temps, 3))
+    assert out.shape == (50, 3, 70) and out.dtype == torch.float32
+    assert np.abs(out.cpu().numpy() - ref).max() < 1e-6
+    assert out[4, 0, 0] == 1.0 and out[3, 1].abs().sum() == 0
+
+
+@triton.jit
+def _noise_probe_kernel(words_ptr, out_ptr, N: tl.constexpr, FAST_LOG2: tl.constexpr):
+    # words_ptr [N] int32 (uint32 bit patterns); out_ptr [N] fp32
+    i = tl.arange(0, N)
+    w = tl.load(words_ptr + i).to(tl.uint32, bitcast=True)
+    tl.store(out_ptr + i, kg._exponential_noise(w, FAST_LOG2))
+
+
+def test_exponential_noise_accuracy(device):
+    """The kernels' Exp(1) = -ln(1 - t) from a word agrees with the float64 definition to
+    relative 1e-6 (interpreter) / 4e-6 (GPU, approximate log2) on 2^16 random words plus both
+    ends and both sides of the series / logarithm switch at t = 1/16; never 0, never inf."""
+    rng = np.random.default_rng(current_test_seed())
+    special = np.array(
+        [
+            0,
+            1,
+            2,
+            255,
+            256,
+            2**24,
+            2**28 - 2,
+            2**28 - 1,
+            2**28,
+            2**28 + 1,
+            2**31 - 1,
+            2**31,
+            2**32 - 2,
+            2**32 - 1,
+        ],
+        dtype=np.uint64,
+    )
+    words = np.concatenate([special, rng.integers(0, 2**32, size=2**16 - special.size, dtype=np.uint64)])
+    words = words.astype(np.uint32)
+    out = torch.empty(words.size, dtype=torch.float32, device=device)
+    w = torch.from_numpy(words.view(np.int32)).to(device)
+    _noise_probe_kernel[(1,)](w, out, N=words.size, FAST_LOG2=not interpreting())
+    got = out.cpu().numpy().astype(np.float64)
+    ref = rp.exponential_from_word(words)
+    rel = np.abs(got / ref - 1.0)
+    tolerance = 1e-6 if interpreting() else 4e-6
+    assert np.all(np.isfinite(got)) and np.all(got > 0)
+    assert rel.max() < tolerance, f"max relative error {rel.max():.3g} at word {words[np.argmax(rel)]}"
