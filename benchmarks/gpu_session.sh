@@ -34,7 +34,7 @@ fi
 
 SPECSAMPLE_BENCH_SLOWED=chain $PY benchmarks/run_h200.py --out "$OUT/slowed" --only chain ${RUN_ARGS:-} \
   --selection target --no-plot > "$OUT/slowed.log" 2>&1
-SLOWED=$(ls "$OUT"/slowed/*.json | grep -v -e skipped -e machine | head -n 1)
+SLOWED=$(ls "$OUT"/slowed/*.json | grep -v -e bench_ | head -n 1)
 $PY benchmarks/compare.py "$SLOWED" --baseline "$BASE" > "$OUT/gate_slowed.log" 2>&1
 echo "gate exit, chain deliberately slowed (expect 1): $?" | tee -a "$OUT/gate_exit_codes.txt"
 grep -c REGRESSION "$OUT/gate_slowed.log" | sed 's/^/regressions flagged: /'

@@ -7,8 +7,8 @@ under OUT (file names use the GPU slug, "h200" on an H200):
     <slug>.json                    list of records (benchmarks/records.py), ours and same-run baselines
     <slug>.png                     floor fraction by shape per kernel (benchmarks/plot.py)
     baselines/<slug>/baseline.json the same records with machine info: the regression gate's baseline
-    targets.md                     the kernel issues' targets with measured values and baseline ratios
-    skipped.json, machine.json, summary.txt
+    bench_targets.md               the kernel issues' targets with measured values and baseline ratios
+    bench_skipped.json, bench_machine.json, bench_summary.txt
 
 It prints the records table and the targets table. Stops starting new cases after --max-seconds
 (default 210) so the run stays under about 4 minutes on an H200; later cases are listed as skipped.
@@ -138,10 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     save_records(out / f"{slug}.json", records)
     save_records(out / "baselines" / slug / "baseline.json", records, machine)
-    (out / "skipped.json").write_text(json.dumps([s.to_dict() for s in skips], indent=1) + "\n")
-    (out / "machine.json").write_text(json.dumps(machine, indent=1) + "\n")
+    (out / "bench_skipped.json").write_text(json.dumps([s.to_dict() for s in skips], indent=1) + "\n")
+    (out / "bench_machine.json").write_text(json.dumps(machine, indent=1) + "\n")
     targets_md = targets_markdown(evaluate(TARGETS, records))
-    (out / "targets.md").write_text(
+    (out / "bench_targets.md").write_text(
         f"# Targets vs measured ({session.gpu}, {machine['timestamp_utc']}, commit {machine['commit']})\n\n"
         f"do_bench median; floor = must-read bytes / copy bandwidth "
         f"{session.copy_bandwidth / 1e12:.3f} TB/s measured in the same run.\n\n" + targets_md
@@ -155,14 +155,17 @@ def main(argv: list[str] | None = None) -> int:
             first.setdefault((s.provider, s.reason), s.case)
         summary += [f"  {p}: {reason}  [e.g. {case}]" for (p, reason), case in first.items()]
     if records and not args.no_plot:
-        png = plot_floor_fractions(records, out / f"{slug}.png", title=f"{session.gpu}: floor fraction")
-        summary.append(f"plot: {png}")
+        try:
+            png = plot_floor_fractions(records, out / f"{slug}.png", title=f"{session.gpu}: floor fraction")
+            summary.append(f"plot: {png}")
+        except ImportError as exc:  # matplotlib missing: the records above are still written
+            summary.append(f"plot skipped: {exc} (install matplotlib, then: python3 benchmarks/plot.py ...)")
     summary.append(
         f"records: {out / f'{slug}.json'} ({len(records)}), baseline: "
         f"{out / 'baselines' / slug / 'baseline.json'}, elapsed {machine['elapsed_s']} s"
     )
     text = "\n".join(summary)
-    (out / "summary.txt").write_text(text + "\n")
+    (out / "bench_summary.txt").write_text(text + "\n")
     print(text)
     return 0
 

@@ -54,8 +54,8 @@ def test_run_h200_dry_run_writes_results_baseline_and_targets(tmp_path, capsys):
     assert all(r.baseline == "torch_gumbel" and r.speedup is not None for r in multinomial)
     base_records, machine = load_records(out / "baselines" / "cpu" / "baseline.json")
     assert base_records == records and machine["gpu"] == "cpu" and machine["copy_bandwidth_GBps"] > 0
-    skipped = json.loads((out / "skipped.json").read_text())
+    skipped = json.loads((out / "bench_skipped.json").read_text())
     assert {s["provider"] for s in skipped} == {"flashinfer"}
-    assert (out / "targets.md").read_text().count("| 4 | chain |") == 4
+    assert (out / "bench_targets.md").read_text().count("| 4 | chain |") == 4
     printed = capsys.readouterr().out
     assert "median_us" in printed and "floor_frac" in printed and "not measured" in printed
