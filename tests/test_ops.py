@@ -232,6 +232,18 @@ def test_compile_fullgraph_matches_eager_inductor(gen, device, dynamic):
 
 
 @pytest.mark.gpu
+def test_compile_reduce_overhead_matches_eager(gen, device):
+    """torch.compile(mode="reduce-overhead") (Inductor + CUDA-graph trees): three calls with fresh
+    inputs each equal eager (graphs that mutate an input fall back to no graph, still exact)."""
+    torch._dynamo.reset()
+    compiled = torch.compile(_pipeline, fullgraph=True, mode="reduce-overhead")
+    for step in range(3):
+        inputs = _pipeline_inputs(gen, device)
+        got = tuple(t.clone() for t in compiled(*inputs))
+        _assert_same(got, _pipeline(*inputs), f"reduce-overhead call {step} vs eager")
+
+
+@pytest.mark.gpu
 def test_cuda_graph_capture_replays_with_fresh_inputs(gen, device):
     """Capture every op in one CUDA graph, then refill the static inputs in place (new
     probabilities, uniforms, seeds, offsets advanced) and replay: each replay equals an eager call on
