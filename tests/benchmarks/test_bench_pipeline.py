@@ -2,6 +2,7 @@
 Only the plain-PyTorch providers run here (ours under the interpreter would only measure the interpreter)."""
 
 import json
+import os
 
 import pytest
 
@@ -40,7 +41,10 @@ def test_session_turns_a_provider_error_into_a_skip(session):
     assert [(s.provider, s.reason) for s in skips] == [("broken", "RuntimeError: kernel exploded")]
 
 
-def test_run_h200_dry_run_writes_results_baseline_and_targets(tmp_path, capsys):
+def test_run_h200_dry_run_writes_results_baseline_and_targets(tmp_path, capsys, monkeypatch):
+    # --dry-run does os.environ.setdefault("TRITON_INTERPRET", "1"): pin the variable so that a GPU
+    # test session is not switched to the interpreter by this test (monkeypatch restores it)
+    monkeypatch.setenv("TRITON_INTERPRET", os.environ.get("TRITON_INTERPRET", "0"))
     out = tmp_path / "out"
     argv = ["--dry-run", "--out", str(out), "--only", "chain,fast_sample", "--no-plot"]
     assert run_h200.main(argv + ["--providers", "torch,torch_gumbel,torch_multinomial,flashinfer"]) == 0
