@@ -121,3 +121,16 @@ def test_reverse_wrapper_round_trip(gen, device):
         got = wrapped(target, ids, q, uniforms=u)
         assert torch.equal(got["tokens"], native.tokens.long())
         assert torch.equal(got["num_accepted"], native.num_accepted.long())
+
+
+def test_adapter_generator_path_equals_native(gen, device):
+    """generator=g draws the [B, S+1] uniforms with torch.rand(generator=g): the tokens equal the
+    native sampler's on uniforms drawn from an identically seeded generator."""
+    draft, ids, target = inputs(gen, device, batch=16)
+    seed = current_test_seed("generator")
+    g1 = torch.Generator(device=device).manual_seed(seed)
+    g2 = torch.Generator(device=device).manual_seed(seed)
+    out, _, emitted = flashinfer.chain_speculative_sampling(draft, ids, target, generator=g1)
+    u = torch.rand((16, 4), generator=g2, dtype=torch.float32, device=device)
+    native = chain_rejection_sample(target, ids, draft, uniforms=u)
+    assert torch.equal(out, native.tokens) and torch.equal(emitted, native.num_accepted)

@@ -165,3 +165,12 @@ def test_reverse_wrapper_round_trip(gen, device):
         got = wrapped(p, ids, draft, num_draft_tokens=n, uniforms=u)
         assert torch.equal(got["num_accepted"], native.num_accepted.long())
         assert torch.equal(got["tokens"], native.tokens.long())
+
+
+def test_rejection_sample_with_no_drafts_emits_bonus_tokens(gen, device):
+    """T = 0 (no request has drafts): every row is [bonus, -1, ...], for random and greedy rows."""
+    t, u = vllm_inputs(gen, device, [0, 0, 0], 2, greedy_rows=(1,))
+    got = vllm.rejection_sample(**t, uniforms=u).cpu()
+    want = torch.full((3, 3), -1, dtype=torch.int32)
+    want[:, 0] = t["bonus_token_ids"].cpu().view(-1)
+    assert torch.equal(got, want)
