@@ -629,7 +629,7 @@ def _softmax_write_kernel(
     row_max = tl.load(row_max_ptr + rows, mask=row_ok, other=0.0)[:, None]
     row_sum = tl.load(row_sum_ptr + rows, mask=row_ok, other=0.0)[:, None]
     token = tl.load(token_ptr + rows, mask=row_ok, other=-1)[:, None]
-    inv_sum = tl.where(row_sum > 0.0, 1.0 / row_sum, 0.0)
+    inv_sum = tl.where(row_sum > 0.0, 1.0 / tl.where(row_sum > 0.0, row_sum, 1.0), 0.0)
     safe_max = tl.where(row_max > float("-inf"), row_max, 0.0)
     for t in range(0, tiles_per_chunk):
         cols = ((chunk * tiles_per_chunk + t) * BLOCK_V + tl.arange(0, BLOCK_V)).to(tl.int64)[None, :]

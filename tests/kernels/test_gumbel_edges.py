@@ -1,0 +1,215 @@
+"""Edge semantics of the Gumbel kernels: no-mass tokens never win (tile tails included), rows
+without mass return -1, ties go to the smallest id, randomness plumbing, argument validation.
+All checks here are deterministic (no statistical tolerance)."""
+
+import numpy as np
+import pytest
+import torch
+
+from specsample.kernels import gumbel as kg
+from specsample.kernels._launch import interpreting
+from specsample.stats import current_test_seed
+
+BLOCK = 64  # tile width forced in the zero-mass tests
+
+
+def _tiling(tiles_per_chunk: int) -> kg.RaceTiling:
+    return kg.RaceTiling(4096 if interpreting() else 1, BLOCK, tiles_per_chunk, 1 if BLOCK <= 128 else 4)
+
+
+def _keys(rng, batch, device):
+    seeds = torch.from_numpy(rng.integers(-(2**63), 2**63 - 1, size=batch, dtype=np.int64)).to(device)
+    return seeds, torch.from_numpy(rng.integers(0, 2**62, size=batch, dtype=np.int64)).to(device)
+
+
+@pytest.mark.parametrize("vocab", [BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 1])
+@pytest.mark.parametrize("tiles_per_chunk", [1, 2])
+def test_zero_mass_never_wins_at_tile_edges(device, vocab, tiles_per_chunk):
+    """V = BLOCK - 1, BLOCK, BLOCK + 1, 2 BLOCK + 1 with BLOCK = 64 forced. Rows: mass only on the
+    last token (the last, partial tile); mass on a random half with zeros, NaN, -inf, +inf and
+    negatives elsewhere; no mass at all (-> -1, sample_p 0). The row buffer continues past V with
+    huge values, so reading a tail lane would pick an id >= V. 2000 rows x 3 samples each: every
+    returned id has 0 < p < inf (or is -1 exactly for the no-mass rows)."""
+    rng = np.random.default_rng(current_test_seed())
+    batch = 2000
+    buf = np.full((batch, vocab + 7), 1e30, dtype=np.float32)  # poison past V
+    p = rng.random((batch, vocab)).astype(np.float32)
+    junk = rng.choice(np.array([0.0, np.nan, -np.inf, np.inf, -0.5], dtype=np.float32), size=(batch, vocab))
+    p = np.where(rng.random((batch, vocab)) < 0.5, junk, p)
+    kind = np.arange(batch) % 4
+    p[kind == 0] = 0.0
+    p[kind == 0, vocab - 1] = 0.25  # only mass in the last (tail) lane
+    p[kind == 1] = junk[kind == 1]  # no mass at all
+    p[kind == 1, 0] = np.nan
+    buf[:, :vocab] = p
+    probs = torch.from_numpy(buf).to(device)[:, :vocab]
+    seeds, offsets = _keys(rng, batch, device)
+    for n in (1, 3):
+        tiling = _tiling(1 if n > 1 else tiles_per_chunk)
+        sample_p, ids, _ = kg._fast_sample(probs, n, None, seeds, offsets, tiling=tiling)
+        ids = ids.cpu().numpy()
+        assert ids.min() >= -1 and ids.max() < vocab
+        picked = np.take_along_axis(p, np.maximum(ids, 0), axis=1)
+        has_mass = (p > 0) & np.isfinite(p)
+        counts = has_mass.sum(1)
+        for j in range(n):
+            expect_token = counts > j
+            assert np.array_equal(ids[:, j] >= 0, expect_token), (
+                f"slot {j}: -1 exactly when fewer than {j + 1}"
+            )
+            ok = picked[:, j][expect_token]
+            assert np.all((ok > 0) & np.isfinite(ok)), f"a no-mass token won at V={vocab}, slot {j}"
+        assert np.all(ids[kind == 0, 0] == vocab - 1)
+        assert np.all(sample_p.cpu().numpy()[ids < 0] == 0)
+        assert np.all(ids[kind == 1] == -1)
+
+
+@pytest.mark.parametrize("vocab", [BLOCK - 1, BLOCK + 1, 2 * BLOCK + 1])
+def test_logits_zero_mass_and_tail_lanes(device, vocab):
+    """sample_from_logits at the same edges: -inf / NaN / +inf logits never win, the poisoned
+    buffer past V is never read, a row whose only finite logit is the last one returns it, a row
+    without a finite logit returns -1 and a zero probs_out row; T = 0 rows are greedy."""
+    rng = np.random.default_rng(current_test_seed())
+    batch = 1000
+    buf = np.full((batch, vocab + 5), 1e30, dtype=np.float32)
+    l = rng.normal(size=(batch, vocab)).astype(np.float32)
+    junk = rng.choice(np.array([-np.inf, np.nan, np.inf], dtype=np.float32), size=(batch, vocab))
+    l = np.where(rng.random((batch, vocab)) < 0.5, junk, l)
+    kind = np.arange(batch) % 3
+    l[kind == 0] = -np.inf
+    l[kind == 0, vocab - 1] = -3.0
+    l[kind == 1] = np.nan
+    buf[:, :vocab] = l
+    logits = torch.from_numpy(buf).to(device)[:, :vocab]
+    temps = torch.from_numpy(np.where(np.arange(batch) % 2 == 0, 0.0, 1.3).astype(np.float32)).to(device)
+    seeds, offsets = _keys(rng, batch, device)
+    probs_out = torch.full((batch, vocab), -7.0, device=device)
+    tokens = kg._sample_from_logits(logits, temps, seeds, offsets, probs_out, tiling=_tiling(2)).cpu().numpy()
+    valid = np.isfinite(l)
+    assert np.array_equal(tokens >= 0, valid.any(1))
+    assert np.all(valid[np.flatnonzero(tokens >= 0), tokens[tokens >= 0]])
+    assert np.all(tokens[kind == 0] == vocab - 1) and np.all(tokens[kind == 1] == -1)
+    out = probs_out.cpu().numpy()
+    assert np.all(out[~valid] == 0) and np.all(out[kind == 1] == 0)
+    sums = out.sum(1)[valid.any(1)]
+    assert np.allclose(sums, 1.0, atol=1e-5)
+    greedy = (np.arange(batch) % 2 == 0) & valid.any(1)
+    first_max = np.argmax(np.where(valid, l, -np.inf), axis=1)
+    assert np.array_equal(tokens[greedy], first_max[greedy])
+
+
+def test_greedy_ties_go_to_the_smallest_id(device):
+    """T = 0: equal maximal logits in different tiles and chunks -> the smallest id wins; the same
+    for renorm_draft_probs' one-hot. Also T = 0 from a float and from a tensor agree."""
+    vocab = 3 * BLOCK + 5
+    logits = torch.zeros((4, vocab), device=device)
+    ties = [(5, BLOCK + 1), (BLOCK + 2, 2 * BLOCK + 3), (vocab - 2, vocab - 1), (0, vocab - 1)]
+    for row, (a, b) in enumerate(ties):
+        logits[row, a] = logits[row, b] = 9.0
+    seeds = torch.zeros(4, dtype=torch.int64, device=device)
+    for tiling in (_tiling(1), _tiling(3), None):
+        got = kg._sample_from_logits(logits, 0.0, seeds, seeds, None, tiling=tiling)
+        assert got.tolist() == [a for a, _ in ties]
+    temps = torch.zeros(4, device=device)
+    assert kg.sample_from_logits(logits, temps, seeds=seeds, offsets=seeds).tolist() == [a for a, _ in ties]
+    hot = kg.renorm_draft_probs(logits, 0.0)
+    assert hot.argmax(1).tolist() == [a for a, _ in ties] and torch.all(hot.sum(1) == 1)
+
+
+def test_seeded_draws_are_deterministic_and_keyed(device):
+    """Same (seed, offset) -> same tokens; a [1] seed broadcasts like a repeated [B] one; a different
+    offset gives a different draw for most rows (uniform p over V = 1000: collision chance 1e-3
+    per row, the assertion allows 5% of 500 rows)."""
+    batch, vocab = 500, 1000
+    p = torch.full((batch, vocab), 1.0 / vocab, device=device)
+    seed = torch.tensor([1234], dtype=torch.int64, device=device)
+    offset = torch.tensor([7], dtype=torch.int64, device=device)
+    _, a = kg.fast_sample(p, seeds=seed, offsets=offset)
+    _, b = kg.fast_sample(p, seeds=seed.expand(batch).contiguous(), offsets=offset.expand(batch).contiguous())
+    assert torch.equal(a, b) and torch.all(a == a[0])  # same key, same row -> same token
+    _, c = kg.fast_sample(
+        p, seeds=seed.expand(batch).contiguous(), offsets=torch.arange(batch, device=device)
+    )
+    assert (c[1:] != c[0]).float().mean() > 0.95
+
+
+def test_generator_path_draws_fresh_keys(device):
+    """Without seeds: keys come from torch.randint on the device; the same generator state gives
+    the same draws, and successive calls differ (uniform over V = 1000, 200 rows: >= 95% differ)."""
+    batch, vocab = 200, 1000
+    p = torch.full((batch, vocab), 1.0, device=device)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(current_test_seed() % 2**62)
+    state = gen.get_state()
+    _, a = kg.fast_sample(p, generator=gen)
+    _, b = kg.fast_sample(p, generator=gen)
+    gen.set_state(state)
+    _, a2 = kg.fast_sample(p, generator=gen)
+    assert torch.equal(a, a2)
+    assert (a != b).float().mean() >= 0.95
+    _, d = kg.fast_sample(p)  # torch's default generator
+    assert d.shape == (batch, 1) and d.min() >= 0
+
+
+def test_empty_batch_and_shapes(device):
+    p = torch.rand((0, 10), device=device)
+    sample_p, ids = kg.fast_sample(p, 4)
+    assert sample_p.shape == (0, 4) and ids.shape == (0, 4)
+    seeds = torch.zeros(0, dtype=torch.int64, device=device)
+    assert kg.sample_from_logits(p, 1.0, seeds=seeds, offsets=seeds).shape == (0,)
+    assert kg.renorm_draft_probs(torch.rand((2, 0, 10), device=device), 1.0).shape == (2, 0, 10)
+    sample_p, ids = kg.fast_sample(torch.ones((3, 2), device=device), 5)  # n > V: -1 padded
+    assert (ids[:, 2:] == -1).all() and sorted(ids[0, :2].tolist()) == [0, 1]
+
+
+def test_validation_names_the_argument(device):
+    p = torch.rand((4, 10), device=device)
+    s = torch.zeros(4, dtype=torch.int64, device=device)
+    cases = [
+        (lambda: kg.fast_sample(p[0]), ValueError, "probs"),
+        (lambda: kg.fast_sample(p.double()), TypeError, "probs"),
+        (lambda: kg.fast_sample(p, 0), ValueError, "num_samples"),
+        (lambda: kg.fast_sample(p, kg.MAX_SAMPLES + 1), ValueError, "num_samples"),
+        (lambda: kg.fast_sample(p, 1.0), TypeError, "num_samples"),
+        (lambda: kg.fast_sample(p, seeds=s), ValueError, "offsets"),
+        (lambda: kg.fast_sample(p, seeds=s.int(), offsets=s), TypeError, "seeds"),
+        (lambda: kg.fast_sample(p, seeds=s[:3], offsets=s), ValueError, "seeds"),
+        (lambda: kg.fast_sample(p, seeds=5, offsets=s), TypeError, "seeds"),
+        (
+            lambda: kg.fast_sample(p, generator=torch.Generator(device=device), seeds=s, offsets=s),
+            ValueError,
+            "generator",
+        ),
+        (lambda: kg.sample_from_logits(p, 1.0, seeds=None, offsets=None), ValueError, "seeds"),
+        (
+            lambda: kg.sample_from_logits(p, torch.ones(3, device=device), seeds=s, offsets=s),
+            ValueError,
+            "temperature",
+        ),
+        (
+            lambda: kg.sample_from_logits(
+                p, torch.ones(4, dtype=torch.int64, device=device), seeds=s, offsets=s
+            ),
+            TypeError,
+            "temperature",
+        ),
+        (
+            lambda: kg.sample_from_logits(
+                p, 1.0, seeds=s, offsets=s, probs_out=torch.empty(4, 9, device=device)
+            ),
+            ValueError,
+            "probs_out",
+        ),
+        (lambda: kg.renorm_draft_probs(p.int(), 1.0), TypeError, "draft_logits"),
+        (
+            lambda: kg.renorm_draft_probs(p.reshape(2, 2, 10), torch.ones(3, device=device)),
+            ValueError,
+            "temperature",
+        ),
+    ]
+    for call, error, name in cases:
+        with pytest.raises(error, match=name):
+            call()
+    if device == "cpu" and not interpreting():
+        with pytest.raises(ValueError, match="probs"):
+            kg.fast_sample(p)
