@@ -33,6 +33,7 @@ verify: setup
 
 bench: setup
 	$(VPY) -m pytest -q benchmarks --benchmark-only
+	$(VPY) benchmarks/compare.py .benchmarks/records.json --baseline-dir benchmarks/baselines
 
 lint: setup
 	$(VENV)/bin/ruff check specsample tests benchmarks

@@ -19,7 +19,7 @@ for part in "${parts[@]}"; do
     chain)    step chain python3 ci/gpu/chain_gpu.py ;;
     gumbel)   step gumbel python3 ci/gpu/gumbel_gpu.py ;;
     logits)   step logits python3 ci/gpu/logits_gpu.py ;;
-    bench)    step bench python3 benchmarks/run_h200.py --out "$OUT" ;;
+    bench)    step bench env OUT="$OUT/bench" bash benchmarks/gpu_session.sh ;;
     verify)   step verify python3 -m specsample.verify.cli verify --device cuda --budget full --report "$OUT/verify-report" ;;
     sanitize) step sanitize bash ci/gpu/sanitize.sh ;;
     *) echo "unknown part $part"; status=1 ;;
