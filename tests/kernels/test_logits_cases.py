@@ -7,7 +7,11 @@ import numpy as np
 import torch
 
 from specsample.kernels.logits import rejection_sample_logits
+from specsample.kernels.result import SampleResult
 from specsample.reference.logits import rejection_sample_logits_reference
+
+# CPU tensors under the interpreter (tests/conftest.py sets it when there is no GPU), CUDA otherwise.
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 TEMPERATURES = (0.0, 0.35, 1.0, 2.5)
@@ -55,9 +59,20 @@ def make_batch(seed: int, batch: int, num_k: int, vocab: int, *, classic: bool, 
     return out
 
 
+def _to_device(value):
+    return value.to(DEVICE) if isinstance(value, torch.Tensor) else value
+
+
+def sample_logits(*args, **kwargs) -> SampleResult:
+    """`rejection_sample_logits` with every tensor argument moved to DEVICE and the outputs on CPU,
+    so the same tests run under the interpreter and on a GPU."""
+    res = rejection_sample_logits(*map(_to_device, args), **{k: _to_device(v) for k, v in kwargs.items()})
+    return SampleResult(*(t.cpu() for t in res))
+
+
 def run_both(case: dict, config: dict | None = None, tol: float = 1e-4):
     """(kernel SampleResult as numpy arrays, reference result) on the same inputs and Philox stream."""
-    res = rejection_sample_logits(**case, _config=config)
+    res = sample_logits(**case, _config=config)
     ref = rejection_sample_logits_reference(**case, tol=tol)
     return tuple(t.numpy() for t in res), ref
 

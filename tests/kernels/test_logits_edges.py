@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from specsample.kernels.logits import rejection_sample_logits
 from specsample.reference.logits import rejection_sample_logits_reference
 from specsample.stats import current_test_seed
-from tests.kernels.test_logits_cases import make_batch, row_mismatch, run_both, subset
+from tests.kernels.test_logits_cases import DEVICE, make_batch, row_mismatch, run_both, sample_logits, subset
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
 
@@ -25,7 +24,7 @@ _S = torch.zeros(B, dtype=torch.int64)
 def _call(**over):
     args = dict(target_logits=_L, draft_token_ids=_X, draft_logits=None, temperature=_T, seeds=_S, offsets=_S)
     args.update(over)
-    return rejection_sample_logits(**args)
+    return sample_logits(**args)
 
 
 @pytest.mark.parametrize(
@@ -88,7 +87,7 @@ def test_greedy_rows_exact(chunked):
     )
     n = rng.integers(0, num_k + 1, batch)
     config = {"stats_block": 4, "stats_tiles": 2, "race_block": 8, "race_tiles": 1} if chunked else None
-    res = rejection_sample_logits(
+    res = sample_logits(
         torch.tensor(lg, dtype=torch.float32), torch.tensor(x), temperature=torch.zeros(batch),
         seeds=torch.tensor(rng.integers(0, 2**62, batch)), offsets=torch.zeros(batch, dtype=torch.int64),
         num_draft_tokens=torch.tensor(n), _config=config,
@@ -118,7 +117,7 @@ def test_mixed_greedy_and_sampled_batch(classic):
     assert np.array_equal(kernel[0][greedy], tokens[greedy])
     assert np.array_equal(kernel[1][greedy], accepted[greedy])
     assert not np.any(row_mismatch(kernel, ref) & ~ref.ambiguous)
-    alone = rejection_sample_logits(**subset(case, np.flatnonzero(~greedy)))
+    alone = sample_logits(**subset(case, np.flatnonzero(~greedy)))
     assert np.array_equal(alone.tokens.numpy(), kernel[0][~greedy])
     assert np.array_equal(alone.num_accepted.numpy(), kernel[1][~greedy])
 
@@ -141,19 +140,17 @@ def test_rows_without_finite_logits_emit_minus_one():
     lg[2:, 0] = float("nan")
     x = torch.tensor([[7], [7], [0], [0]])  # rows 0-1: bad id -> reject at 0; rows 2-3: empty row 0
     temps = torch.tensor([1.0, 0.0, 1.0, 0.0])
-    res = rejection_sample_logits(
-        lg, x, temperature=temps, seeds=torch.arange(4), offsets=torch.zeros(4).long()
-    )
+    res = sample_logits(lg, x, temperature=temps, seeds=torch.arange(4), offsets=torch.zeros(4).long())
     assert res.num_accepted.tolist() == [0, 0, 0, 0]
     assert res.tokens[:, 0].tolist()[2:] == [-1, -1]
     assert res.valid.tolist() == [True, True, False, False]
     assert res.fallback.tolist() == [False, False, True, False]
     n0 = torch.zeros(4, dtype=torch.int32)  # no drafts: the bonus row 0 decides; rows 0-1 fine
-    res = rejection_sample_logits(lg, x, temperature=temps, seeds=torch.arange(4),
+    res = sample_logits(lg, x, temperature=temps, seeds=torch.arange(4),
                                   offsets=torch.zeros(4).long(), num_draft_tokens=n0)  # fmt: skip
     assert res.valid.tolist() == [True, True, False, False]
     lg[:, 0] = lg[:, 1]
-    res = rejection_sample_logits(lg, x, temperature=temps, seeds=torch.arange(4),
+    res = sample_logits(lg, x, temperature=temps, seeds=torch.arange(4),
                                   offsets=torch.zeros(4).long(), num_draft_tokens=n0)  # fmt: skip
     assert res.tokens[:, 0].tolist() == [-1] * 4 and not res.valid.any()
 
@@ -166,7 +163,7 @@ def test_plus_inf_logit_carries_no_mass():
     lg[:, :, 4] = float("inf")
     x = torch.full((batch, 1), 4)
     temps = torch.where(torch.arange(batch) % 2 == 0, 1.0, 0.0)
-    res = rejection_sample_logits(lg, x, temperature=temps, seeds=torch.arange(batch),
+    res = sample_logits(lg, x, temperature=temps, seeds=torch.arange(batch),
                                   offsets=torch.zeros(batch).long())  # fmt: skip
     assert not (res.num_accepted > 0).any()
     assert not (res.tokens == 4).any()
@@ -213,14 +210,16 @@ def test_stride_zero_and_strided_inputs_are_read_in_place():
     outputs as contiguous copies of the same values."""
     rng = np.random.default_rng(current_test_seed())
     batch, num_k, vocab = 64, 2, 23
-    lg = torch.tensor(rng.normal(0, 2, (1, num_k + 1, vocab)), dtype=torch.float32).expand(batch, -1, -1)
-    dl = torch.tensor(rng.normal(0, 2, (num_k, batch, vocab)), dtype=torch.float32).transpose(0, 1)
-    x = torch.tensor(rng.integers(0, vocab, (batch, 2 * num_k)))[:, ::2]
+    f32 = dict(dtype=torch.float32, device=DEVICE)  # strided views made on the device itself
+    lg = torch.tensor(rng.normal(0, 2, (1, num_k + 1, vocab)), **f32).expand(batch, -1, -1)
+    dl = torch.tensor(rng.normal(0, 2, (num_k, batch, vocab)), **f32).transpose(0, 1)
+    x = torch.tensor(rng.integers(0, vocab, (batch, 2 * num_k)), device=DEVICE)[:, ::2]
+    assert lg.stride(0) == 0 and not dl.is_contiguous() and not x.is_contiguous()
     kw = dict(
         temperature=torch.full((batch,), 0.9), seeds=torch.arange(batch), offsets=torch.ones(batch).long()
     )
-    strided = rejection_sample_logits(lg, x, dl, **kw)
-    dense = rejection_sample_logits(lg.contiguous(), x.contiguous(), dl.contiguous(), **kw)
+    strided = sample_logits(lg, x, dl, **kw)
+    dense = sample_logits(lg.contiguous(), x.contiguous(), dl.contiguous(), **kw)
     for a, b in zip(strided, dense, strict=True):
         assert torch.equal(a, b)
     ref = rejection_sample_logits_reference(lg, x, dl, **kw)

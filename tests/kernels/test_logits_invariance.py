@@ -8,15 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from specsample.kernels.logits import rejection_sample_logits
 from specsample.stats import current_test_seed
-from tests.kernels.test_logits_cases import make_batch, subset
+from tests.kernels.test_logits_cases import make_batch, sample_logits, subset
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
 
 
 def _outputs(case: dict) -> list[np.ndarray]:
-    return [t.numpy() for t in rejection_sample_logits(**case)]
+    return [t.numpy() for t in sample_logits(**case)]
 
 
 def _assert_same(got: list[np.ndarray], want: list[np.ndarray], what: str) -> None:

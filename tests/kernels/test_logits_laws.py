@@ -20,9 +20,9 @@ import pytest
 import torch
 from scipy import stats as sps
 
-from specsample.kernels.logits import rejection_sample_logits
 from specsample.reference.logits import output_law, softmax_logits
 from specsample.stats import assert_gof, current_test_seed
+from tests.kernels.test_logits_cases import sample_logits
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
 
@@ -79,7 +79,7 @@ def test_joint_law_and_acceptance_rate(classic, temperature):
         beta0 = float(p[0, xs[0]])
     lo, hi = assert_binomial_design(N, beta0, ALPHA, EPS_ACC, BETA)
 
-    res = rejection_sample_logits(
+    res = sample_logits(
         torch.from_numpy(lg)[None].expand(N, K + 1, V),
         torch.tensor(x, dtype=torch.int64),
         torch.from_numpy(dl)[None].expand(N, K, V) if classic else None,

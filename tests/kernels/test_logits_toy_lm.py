@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-from specsample.kernels.logits import rejection_sample_logits
 from specsample.reference.toy_lm import (
     random_toy_lm,
     sequence_index,
@@ -21,6 +20,7 @@ from specsample.reference.toy_lm import (
     target_sequence_law,
 )
 from specsample.stats import assert_gof, chi2_min_samples, current_test_seed
+from tests.kernels.test_logits_cases import sample_logits
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
 
@@ -37,7 +37,7 @@ def logits_sampler(temperature: float, seeds: np.random.Generator):
         with np.errstate(divide="ignore"):
             lg = torch.tensor(temperature * np.log(p), dtype=torch.float32)
             dl = None if q is None else torch.tensor(temperature * np.log(q), dtype=torch.float32)
-        return rejection_sample_logits(
+        return sample_logits(
             lg, torch.tensor(x, dtype=torch.int64), dl,
             temperature=torch.full((n,), temperature),
             seeds=torch.tensor(seeds.integers(0, 2**63 - 1, n, dtype=np.int64)),
