@@ -240,25 +240,30 @@ def _mismatch_detail(out, ref, mism, u=None) -> str:
 
 
 def certify_coupling(sampler: ChainSampler, case: ChainCase, budget: Budget, salt: int = 0) -> CertRecord:
-    """Injected uniforms: TV(sampler, reference) <= CP_upper(mismatches, n, delta); no mismatch allowed
-    outside the rows the reference flags as within float tolerance of a decision boundary."""
+    """Injected uniforms. Random rows: TV(sampler, reference) <= CP_upper(mismatches, n, delta) (the
+    coupling inequality; only the random rows are a sample of the law). Adversarial rows (0, the
+    acceptance thresholds and their lattice neighbours, 1 - 2^-24): no mismatch allowed outside the
+    rows the reference flags as within float tolerance of a decision boundary (nor in random rows)."""
     seed = law_seed(case.name, "coupling", salt)
     rng = np.random.default_rng(seed)
-    u = np.concatenate([_random_uniforms(rng, (budget.coupling_rows, case.k + 1)), adversarial_uniforms(case, rng)])
+    n_random = budget.coupling_rows
+    u = np.concatenate([_random_uniforms(rng, (n_random, case.k + 1)), adversarial_uniforms(case, rng)])
     rows = u.shape[0]
     p, q, ids, n = _rows(case, rows)
     out = _call(sampler, case, p, ids, q, n, uniforms=u)
     ref = chain_rejection_reference(p, ids, q, uniforms=u, num_draft_tokens=n, tol=_tol(sampler, case.vocab))
     mism = _compare(out, ref)
     hard = mism & ~ref.ambiguous
-    m = int(mism.sum())
-    ucb = sb.tv_ucb_from_coupling(m, rows, budget.coupling_delta)
+    m = int(mism[:n_random].sum())
+    m_adv = int(mism[n_random:].sum())
+    ucb = sb.tv_ucb_from_coupling(m, n_random, budget.coupling_delta)
     status = "pass" if (not hard.any() and ucb <= budget.coupling_eps) else "fail"
     stmt = (
-        f"TV(sampler, float64 reference) <= {ucb:.3g} at confidence 1-{budget.coupling_delta:g}, n = {rows} "
-        f"({m} mismatches, {int(hard.sum())} outside float tolerance)"
+        f"TV(sampler, float64 reference) <= {ucb:.3g} at confidence 1-{budget.coupling_delta:g} from {n_random} "
+        f"random rows ({m} mismatches); {rows - n_random} adversarial rows ({m_adv} mismatches); "
+        f"{int(hard.sum())} mismatches outside float tolerance"
     )
-    detail = _mismatch_detail(out, ref, hard if hard.any() else mism, u) if m else ""
+    detail = _mismatch_detail(out, ref, hard if hard.any() else mism, u) if mism.any() else ""
     return CertRecord(sampler.name, case.name, "coupling", status, stmt, rows, delta=budget.coupling_delta,
                       eps=budget.coupling_eps, tv_bound=ucb, seed=seed, detail=detail)  # fmt: skip
 

@@ -120,11 +120,45 @@ _ANCHORS = {
     "gumbel_p_times_E": "DESIGN.md §4",
     "gumbel_tile_tail": "vLLM GHSA-8wr5-jm2h-8r4f",
     "gumbel_noise_on_logits": "stats.md §5 mutant table",
+    "kernel_le_accepts_zero_prob": "SGLang #35771",
+    "kernel_unclamped_residual": "DESIGN.md §4",
+    "kernel_norm_sum_zero_last_token": "SGLang Triton kernel",
+    "kernel_reused_coin": "SGLang before #7207",
+    "kernel_bonus_wrong_position": "ragged layouts",
+    "kernel_shared_column": "vLLM #47386",
+    "kernel_offset_ignored": "FlashInfer (frozen randomness across CUDA-graph replays)",
+    "kernel_offset_int32_overflow": "vLLM #46560",
+    "kernel_nan_not_sanitised": "vLLM #20531",
 }
 
-# Kernel patches: (name, module, description, [(old, new), ...]). Filled in against the landed kernels;
-# each snippet must occur exactly once in the module source or the mutant reports an error.
-KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = []
+# Kernel patches: (name, module, description, [(old, new), ...]). Each snippet must occur exactly once
+# in the module's source, or building the mutant fails (and the mutant counts as not killed).
+_CHAIN = "specsample.kernels.chain"
+KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
+    ("kernel_le_accepts_zero_prob", _CHAIN,
+     "chain kernel: acceptance tests u*q <= p and u <= p (a zero-probability draft is accepted at u = 0)",
+     [("accept = ok & (q_x > 0.0) & (u * q_x < p_x)", "accept = ok & (q_x > 0.0) & (u * q_x <= p_x)"),
+      ("accept = ok & (u < p_x)", "accept = ok & (u <= p_x)")]),
+    ("kernel_unclamped_residual", _CHAIN, "chain kernel: residual |p - q| instead of max(0, p - q)",
+     [("r = tl.maximum(p_j - q_j, 0.0)", "r = tl.abs(p_j - q_j)")]),
+    ("kernel_norm_sum_zero_last_token", _CHAIN, "chain kernel: norm_sum == 0 emits token V - 1 (SGLang)",
+     [("token = tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1)",
+       "token = tl.where(fallback, V - 1, tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1))")]),
+    ("kernel_reused_coin", _CHAIN, "chain kernel: the emitted token reuses the rejected draft's uniform u_a",
+     [("u_last = _uniforms(K, rows,", "u_last = _uniforms(tl.where(rejected, a, K), rows,")]),
+    ("kernel_bonus_wrong_position", _CHAIN, "chain kernel: the bonus token is drawn from p[K] instead of p[n_b]",
+     [("p_off = rows[:, None] * sp_b + a[:, None] * sp_k + cols * sp_v",
+       "p_off = rows[:, None] * sp_b + tl.where(rejected, a, K)[:, None] * sp_k + cols * sp_v")]),
+    ("kernel_shared_column", _CHAIN, "chain kernel: every column reads Philox index 0 (shared draft/residual noise)",
+     [("index = cols + rows * 0", "index = cols * 0 + rows * 0")]),
+    ("kernel_offset_ignored", _CHAIN, "chain kernel: the Philox offset is not applied (frozen across replays)",
+     [("philox_words(seed, offset, index,", "philox_words(seed, offset * 0, index,")]),
+    ("kernel_offset_int32_overflow", _CHAIN, "chain kernel: offsets truncated to int32",
+     [("offset = tl.load(offset_ptr + rows * so_b, mask=row_ok, other=0).to(tl.int64)",
+       "offset = tl.load(offset_ptr + rows * so_b, mask=row_ok, other=0).to(tl.int32).to(tl.int64)")]),
+    ("kernel_nan_not_sanitised", _CHAIN, "chain kernel: NaN and +inf probabilities are not cleaned to zero mass",
+     [('return tl.where((v > 0.0) & (v < float("inf")), v, 0.0)', "return tl.where(v < 0.0, 0.0, v)")]),
+]  # fmt: skip
 
 
 def catalogue(include_kernel: bool = True) -> list[Mutant]:
@@ -158,36 +192,76 @@ def catalogue(include_kernel: bool = True) -> list[Mutant]:
     return out
 
 
-def run_mutants(budget, *, only=None, case_filter=None, progress=None, salt: int = 0):
-    """Certify each mutant at `budget`; returns (list[MutantResult], baseline records)."""
-    from specsample.verify import runner
+class _Killed(Exception):
+    pass
 
+
+def _stop_on_fail(rec):
+    if not rec.passed:
+        raise _Killed(rec)
+
+
+def run_mutants(budget, *, only=None, case_filter=None, kernel_case_filter=None, progress=None, salt: int = 0,
+                stop_at_first_kill: bool = False, include_kernel: bool = True):  # fmt: skip
+    """Certify each mutant at `budget`; returns (list[MutantResult], baseline records).
+
+    Reference mutants run every certificate (killed_by lists every law that failed) unless
+    `stop_at_first_kill`. Kernel mutants run under the interpreter on the CPU, so by default they
+    use `kernel_case_filter` (default: DEFAULT_KERNEL_MUTANT_CASES) and stop at the first failed
+    certificate; the baseline for them is the unmutated kernel, certified by `make verify` itself."""
+    from specsample.verify import logits_family, runner
+
+    if kernel_case_filter is None:
+        kernel_case_filter = lambda case: case.name in DEFAULT_KERNEL_MUTANT_CASES  # noqa: E731
     results = []
     baseline = runner.certify_sampler_family("chain", mutable_sampler(name="verify-baseline"), budget,
                                              case_filter=case_filter, salt=salt)  # fmt: skip
     baseline += runner.certify_sampler_family("gumbel", reference_gumbel_sampler(name="gumbel-baseline"), budget,
                                               case_filter=case_filter, salt=salt)  # fmt: skip
-    from specsample.verify import logits_family
-
     baseline += logits_family.certify_logits(logits_family.mutable_logits_sampler(), budget, salt=salt)
-    for m in catalogue():
+    for m in catalogue(include_kernel):
         if only and not any(tok in m.name for tok in only):
             continue
+        kernel = m.applied_to.startswith("kernel")
         try:
             sampler = m.build()
-        except (SamplerUnavailable, ValueError, ImportError) as exc:
+        except (SamplerUnavailable, ValueError, ImportError, AttributeError) as exc:
             results.append(MutantResult(m.name, m.description, m.family, m.applied_to, m.anchor, False, [],
                                         f"could not build: {exc}"))  # fmt: skip
+            if progress:
+                progress(m.name, False)
             continue
-        if m.family == "logits":
-            recs = logits_family.certify_logits(sampler, budget, salt=salt)
-        else:
-            recs = runner.certify_sampler_family(m.family, sampler, budget, case_filter=case_filter, salt=salt)
+        stop = stop_at_first_kill or kernel
+        recs = []
+
+        def collect(rec, recs=recs, stop=stop):
+            recs.append(rec)
+            if stop:
+                _stop_on_fail(rec)
+
+        try:
+            if m.family == "logits":
+                for rec in logits_family.certify_logits(sampler, budget, salt=salt):
+                    collect(rec)
+            else:
+                runner.certify_sampler_family(m.family, sampler, budget, salt=salt, progress=collect,
+                                              case_filter=kernel_case_filter if kernel else case_filter)  # fmt: skip
+        except _Killed:
+            pass
         failed = [r for r in recs if not r.passed]
-        killed_by = sorted({f"{r.law}" for r in failed})
-        examples = [f"{r.law} on {r.case}" for r in failed[:3]]
+        killed_by = sorted({r.law for r in failed})
+        examples = [f"{r.law} on {r.case}: {(r.detail or r.statement)[:160]}" for r in failed[:3]]
         results.append(MutantResult(m.name, m.description, m.family, m.applied_to, m.anchor, bool(failed),
                                     killed_by, "" if failed else "survived", examples))  # fmt: skip
         if progress:
             progress(m.name, bool(failed))
     return results, baseline
+
+
+# Cases kernel mutants run on (interpreter time): classic, one-hot, the fallback path, ragged counts.
+DEFAULT_KERNEL_MUTANT_CASES = (
+    "dirichlet1_V8_K2",
+    "dirichlet0.5_V31_K2_onehot",
+    "p_equals_q_V12_K2",
+    "ragged_V12_K3_n1",
+)

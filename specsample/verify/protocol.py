@@ -124,9 +124,9 @@ def to_torch(a, device: str, dtype):
 
     a = np.asarray(a)
     if a.ndim >= 1 and a.shape[0] > 1 and a.strides[0] == 0:
-        one = torch.from_numpy(np.ascontiguousarray(a[0])).to(device=device, dtype=dtype)
+        one = torch.from_numpy(np.array(a[0])).to(device=device, dtype=dtype)
         return one.unsqueeze(0).expand(a.shape)
-    return torch.from_numpy(np.ascontiguousarray(a)).to(device=device, dtype=dtype)
+    return torch.from_numpy(np.array(a)).to(device=device, dtype=dtype)
 
 
 # --------------------------------------------------------------------------------------------

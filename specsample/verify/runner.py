@@ -16,7 +16,7 @@ from specsample.verify import certify as C
 from specsample.verify import edges as E
 from specsample.verify import gumbel_family as G
 from specsample.verify import logits_family as L
-from specsample.verify.budgets import Budget
+from specsample.verify.budgets import Budget, for_sampler
 from specsample.verify.cases import chain_cases
 from specsample.verify.protocol import (
     SamplerUnavailable,
@@ -55,8 +55,16 @@ def _tick(progress, rec):
 
 
 def certify_chain(sampler, budget: Budget, *, only=None, case_filter=None, salt=0, progress=None, laws=None):
-    """Every chain law on every case of the budget (plus the case-independent laws)."""
+    """The case-independent laws (edge, determinism, batch invariance, CUDA graph), then every chain
+    law on every case of the budget."""
     recs = []
+    for law, fn in CHAIN_GLOBAL.items():
+        if (laws is not None and law not in laws) or not _selected(only, sampler.name, law):
+            continue
+        rec = C.timed(_case_free(fn), sampler, _Global(law), budget, salt=salt)
+        rec.law = law
+        recs.append(rec)
+        _tick(progress, rec)
     for case in chain_cases(budget.name):
         if case_filter is not None and not case_filter(case):
             continue
@@ -79,13 +87,6 @@ def certify_chain(sampler, budget: Budget, *, only=None, case_filter=None, salt=
                 rec.law = law
             recs.append(rec)
             _tick(progress, rec)
-    for law, fn in CHAIN_GLOBAL.items():
-        if (laws is not None and law not in laws) or not _selected(only, sampler.name, law):
-            continue
-        rec = C.timed(_case_free(fn), sampler, _Global(law), budget, salt=salt)
-        rec.law = law
-        recs.append(rec)
-        _tick(progress, rec)
     return recs
 
 
@@ -134,6 +135,7 @@ def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt
 
 def certify_sampler_family(family, sampler, budget, *, only=None, case_filter=None, salt=0, progress=None,
                            laws=None):  # fmt: skip
+    budget = for_sampler(budget, sampler)
     if family == "chain":
         return certify_chain(sampler, budget, only=only, case_filter=case_filter, salt=salt, progress=progress,
                              laws=laws)  # fmt: skip

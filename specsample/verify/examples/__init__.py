@@ -1,0 +1,1 @@
+"""Example external samplers for `specsample verify --target` (planted bugs included, on purpose)."""

@@ -1,0 +1,41 @@
+"""CLI exit codes and report files. Deterministic certificates only (edge, coupling, grid) plus one
+GOF law (alpha = 1e-6, eps = 0.04, n from the design) on one case, so false failures have
+probability <= 1e-6 per GOF assertion."""
+
+import json
+
+from specsample.verify.cli import main
+
+TARGET = "specsample.verify.examples.sglang_like:chain_sample_sglang_like"
+
+
+def test_reference_passes_and_writes_the_report(tmp_path):
+    rc = main(["verify", "--device", "cpu", "--adapter", "reference", "--no-progress",
+               "--only", "edge", "dirichlet1_V8_K2", "gumbel_dirichlet1_V7", "--report", str(tmp_path)])  # fmt: skip
+    assert rc == 0
+    files = {p.name for p in tmp_path.iterdir()}
+    assert {"report.md", "certificates.json", "pvalue_qq.png"} <= files, files
+    assert any(f.startswith("accepted_length_") for f in files)
+    assert any(f.startswith("frequencies_") for f in files)
+    certs = json.loads((tmp_path / "certificates.json").read_text())["certificates"]
+    assert certs and all(c["status"] in ("pass", "skip") for c in certs)
+    assert "## Summary" in (tmp_path / "report.md").read_text()
+
+
+def test_failing_target_exits_1(tmp_path, capsys):
+    rc = main(["verify", "--device", "cpu", "--target", TARGET, "--only", "edge", "--no-progress",
+               "--report", str(tmp_path)])  # fmt: skip
+    assert rc == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "edge" in out and "norm_sum_zero" in out
+
+
+def test_uninstalled_engine_exits_2(capsys):
+    rc = main(["verify", "--device", "cpu", "--adapter", "vllm", "--no-progress"])
+    assert rc == 2
+    assert "not installed" in capsys.readouterr().err
+
+
+def test_unloadable_target_exits_2(capsys):
+    rc = main(["verify", "--device", "cpu", "--target", "no.such.module:fn", "--no-progress"])
+    assert rc == 2
