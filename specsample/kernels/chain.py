@@ -11,6 +11,12 @@ float64 twin. Two launches, no host synchronisation, no data-dependent shapes (C
    fallback / invalid, locates the chunk where u_K * total falls by a prefix sum over chunk sums,
    re-reads that single chunk, scans it and writes tokens / num_accepted / fallback / valid.
 
+Arithmetic: inputs are widened to float64 before anything is compared or summed. The acceptance
+test u q(x) < p(x) is then exact (a product of two 24-bit mantissas fits in 53 bits), p - q is
+exact to 2^-53, and the sums behind the inverse CDF carry relative errors of order 2^-53 instead of
+2^-24: with float32 sums the token would flip on about V 2^-25 of all rows (~0.5% at V = 151936),
+with float64 on ~V 2^-54. The kernels stay memory-bound (a handful of float64 ops per element read).
+
 Must-read bytes are one row of p and q per request (the accept tests are gathers), plus one chunk
 per request in phase 2. On the GPU each program handles one row (BLOCK_ROWS = 1) and the vocabulary
 is split so that B * num_chunks fills the SMs; under the Triton interpreter, whose cost is per
@@ -41,8 +47,8 @@ _INTERP_TILE_ELEMENTS = 1 << 20
 
 @triton.jit
 def _clean(values):
-    """clean(a) = a if a is finite and a > 0 else 0, in float32 (NaN compares False)."""
-    v = values.to(tl.float32)
+    """clean(a) = a if a is finite and a > 0 else 0, widened to float64 (NaN compares False)."""
+    v = values.to(tl.float32).to(tl.float64)
     return tl.where((v > 0.0) & (v < float("inf")), v, 0.0)
 
 
@@ -109,7 +115,7 @@ def _chain_partials_kernel(
     seed_ptr,  # [B] int64 (SEEDED)
     offset_ptr,  # [B] int64 (SEEDED)
     accepted_ptr,  # [B] int32 out: a, written by chunk 0
-    partial_ptr,  # [B, num_chunks, 2] fp32 out: (residual mass, clean-p mass) of each chunk
+    partial_ptr,  # [B, num_chunks, 2] fp64 out: (residual mass, clean-p mass) of each chunk
     B, V, num_chunks,
     sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, sx_b, sx_k, sn_b, su_b, su_k, ss_b, so_b,
     K: tl.constexpr,
@@ -138,9 +144,9 @@ def _chain_partials_kernel(
     u = _uniforms(k, rows[:, None], used, u_ptr, su_b, su_k, seed[:, None], offset[:, None], SEEDED)
     if HAS_DRAFT_PROBS:
         q_x = _clean(tl.load(q_ptr + rows[:, None] * sq_b + k * sq_k + x * sq_v, mask=ok, other=0.0))
-        accept = ok & (q_x > 0.0) & (u * q_x < p_x)
+        accept = ok & (q_x > 0.0) & (u.to(tl.float64) * q_x < p_x)  # exact: 24 x 24 bits < 53
     else:
-        accept = ok & (u < p_x)
+        accept = ok & (u.to(tl.float64) < p_x)
     a = tl.min(tl.where(accept, KP1_POW2, k), axis=1)  # <= n: positions >= n never accept
     x_j = tl.sum(tl.where(k == a[:, None], x, 0), axis=1)  # used only where a < n
 
@@ -166,7 +172,7 @@ def _chain_emit_kernel(
     seed_ptr,  # [B] int64 (SEEDED)
     offset_ptr,  # [B] int64 (SEEDED)
     accepted_ptr,  # [B] int32 in: a from phase 1
-    partial_ptr,  # [B, num_chunks, 2] fp32 in
+    partial_ptr,  # [B, num_chunks, 2] fp64 in
     tokens_ptr,  # [B, K+1] int32 out, contiguous
     num_accepted_ptr,  # [B] int32 out
     fallback_ptr,  # [B] bool out
@@ -211,7 +217,7 @@ def _chain_emit_kernel(
     total = tl.max(cum, axis=1)
     valid = row_ok & (total > 0.0)
     u_last = _uniforms(K, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED)
-    target = u_last * total
+    target = u_last.to(tl.float64) * total
     crossing = c_ok & (sel > 0.0) & (cum > target[:, None])
     first_chunk = tl.min(tl.where(crossing, c, CHUNKS_POW2), axis=1)
     found = first_chunk < CHUNKS_POW2
@@ -387,7 +393,7 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None) ->
     block_rows, block_v, num_warps = _launch_config(batch, vocab, block_v)
     num_chunks = triton.cdiv(vocab, block_v)
     accepted = torch.empty(batch, dtype=torch.int32, device=device)
-    partials = torch.empty(batch, num_chunks, 2, dtype=torch.float32, device=device)
+    partials = torch.empty(batch, num_chunks, 2, dtype=torch.float64, device=device)
 
     seeded = seeds is not None
     has_q = q is not None

@@ -1,12 +1,13 @@
 """Coupling: the chain kernel equals the float64 reference token for token on the same uniforms.
 
 Rows the reference flags `ambiguous` at tolerance `tol` may differ; `tol` is a rigorous bound on the
-kernel's float32 error relative to the quantities compared (docs/semantics.md, "Ambiguity"):
-- acceptance: u * q(x) is one float32 rounding (relative 2^-24); one-hot u < p(x) is exact;
-- inverse CDF: every cumsum the kernel compares is a float32 sum of at most BLOCK_V in-chunk terms
+kernel's error relative to the quantities compared (docs/semantics.md, "Ambiguity"). The kernel
+widens its inputs to float64 first:
+- acceptance: u q(x) < p(x) is exact in float64 (24-bit by 24-bit product), so is u < p(x);
+- inverse CDF: every cumsum the kernel compares is a float64 sum of at most BLOCK_V in-chunk terms
   plus num_chunks chunk sums of non-negative numbers, whatever the summation order, so its error is
-  at most (BLOCK_V + num_chunks) 2^-24 sum(r) (Higham's gamma_n); u_K * total and the chunk offset
-  subtraction add two roundings. tol = (min(V, BLOCK_V) + num_chunks + 4) 2^-24.
+  at most (BLOCK_V + num_chunks) 2^-53 sum(r) (Higham's gamma_n); p - q, u_K * total and the chunk
+  offset subtraction add three roundings. tol = (min(V, BLOCK_V) + num_chunks + 5) 2^-53.
 The certificate counts every mismatch, ambiguous or not: TV(kernel, reference) <= P(mismatch).
 """
 
@@ -28,7 +29,7 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 def coupling_tol(batch: int, vocab: int, block_v: int | None) -> float:
     _, bv, _ = _launch_config(batch, vocab, block_v)
-    return (min(vocab, bv) + triton.cdiv(vocab, bv) + 4) * 2.0**-24
+    return (min(vocab, bv) + triton.cdiv(vocab, bv) + 5) * 2.0**-53
 
 
 def prob_rows(rng: np.random.Generator, shape, kind: str) -> np.ndarray:
