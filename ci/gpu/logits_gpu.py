@@ -10,7 +10,8 @@
 3. Performance at (B, K, V) = (64, 4, 151936) and (128, 8, 128256), bf16 and fp32, one-hot and classic
    drafts: do_bench median (eager) and CUDA-graph replay time, the stats phase alone, the floor
    (must-read bytes / copy bandwidth measured in this run) and a plain-PyTorch softmax-then-sample
-   implementation measured in the same run; a small sweep of chunk/tile configurations.
+   implementation measured in the same run; the two-launch default against the single-launch
+   (fused) schedule at two lags. The best configuration per case is reported.
 Prints a short table; takes ~2-3 minutes on an H200.
 """
 
@@ -37,17 +38,12 @@ DEV = "cuda"
 SHAPES = [(64, 4, 151936), (128, 8, 128256)]
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 SWEEP = [
-    None,  # launch_config defaults
-    {"stats_block": 4096, "stats_tiles": 2, "stats_warps": 8, "race_block": 1024, "race_tiles": 2},
-    {
-        "stats_block": 2048,
-        "stats_tiles": 8,
-        "stats_warps": 8,
-        "race_block": 2048,
-        "race_tiles": 2,
-        "race_warps": 8,
-    },
+    None,  # launch_config defaults: stats kernel then race kernel
+    # one launch: ticketed stats/race tasks, the race of request r - lag after the stats of request r
+    {"fused": True, "lag": 16, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
+    {"fused": True, "lag": 48, "stats_block": 2048, "stats_tiles": 4, "race_block": 2048, "race_tiles": 2},
 ]
+SWEEP_NAMES = "two-launch/fused-lag16/fused-lag48"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -70,10 +66,10 @@ def make_inputs(batch, num_k, vocab, dtype, classic, gen, temps=(1.0,)):
                 temperature=t.float(), seeds=seeds, offsets=offsets)  # fmt: skip
 
 
-def coupling(batch, num_k, vocab, dtype_name, classic, gen):
+def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None):
     case = make_inputs(batch, num_k, vocab, DTYPES[dtype_name], classic, gen, temps=(0.0, 0.5, 1.0, 2.0))
     case["num_draft_tokens"] = torch.randint(0, num_k + 1, (batch,), generator=gen, device=DEV)
-    res = L.rejection_sample_logits(**case)
+    res = L.rejection_sample_logits(**case, _config=config)
     ref = rejection_sample_logits_reference(**{k: (v.cpu() if isinstance(v, torch.Tensor) else v)
                                                for k, v in case.items()})  # fmt: skip
     tokens, acc = res.tokens.cpu().numpy(), res.num_accepted.cpu().numpy()
@@ -82,35 +78,39 @@ def coupling(batch, num_k, vocab, dtype_name, classic, gen):
     m = int(differ.sum())
     row = dict(B=batch, K=num_k, V=vocab, dtype=dtype_name, classic=classic, mismatches=m,
                ambiguous=int(ref.ambiguous.sum()), unexplained=int((differ & ~ref.ambiguous).sum()),
-               tv_ucb=clopper_pearson(m, batch, 1e-6, "upper"), mean_accepted=float(acc.mean()))  # fmt: skip
+               tv_ucb=clopper_pearson(m, batch, 1e-6, "upper"), mean_accepted=float(acc.mean()),
+               fused=bool(config and config.get("fused")))  # fmt: skip
     RESULTS["coupling"].append(row)
     print("coupling", row, flush=True)
 
 
-def graph_check(gen):
+def graph_check(gen, config=None):
     batch, num_k, vocab = 32, 4, 32000
     case = make_inputs(batch, num_k, vocab, torch.bfloat16, True, gen, temps=(0.0, 1.0))
-    first = L.rejection_sample_logits(**case)
-    again = L.rejection_sample_logits(**case)
+    first = L.rejection_sample_logits(**case, _config=config)
+    again = L.rejection_sample_logits(**case, _config=config)
     same = all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        L.rejection_sample_logits(**case)  # warm-up outside capture
+        L.rejection_sample_logits(**case, _config=config)  # warm-up outside capture
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        captured = L.rejection_sample_logits(**case)
+        captured = L.rejection_sample_logits(**case, _config=config)
     replays_ok = True
     for step in range(5):
         new_seeds = torch.randint(0, 2**62, (batch,), generator=gen, device=DEV)
         case["seeds"].copy_(new_seeds)
         case["offsets"].add_(step + 1)
         graph.replay()
-        eager = L.rejection_sample_logits(**case)
+        eager = L.rejection_sample_logits(**case, _config=config)
         replays_ok &= all(torch.equal(a, b) for a, b in zip(captured, eager, strict=True))
     torch.cuda.synchronize()
-    RESULTS["graph"] = dict(deterministic=same, replays_equal_eager=bool(replays_ok))
+    key = "fused" if config and config.get("fused") else "two_launch"
+    RESULTS["graph"] = dict(
+        RESULTS["graph"] or {}, **{key: dict(deterministic=same, replays_equal_eager=bool(replays_ok))}
+    )
     print("graph", RESULTS["graph"], flush=True)
 
 
@@ -236,7 +236,10 @@ def main() -> int:
         lambda: coupling(512, 4, 32000, "fp32", False, gen),
         lambda: coupling(48, 4, 151936, "fp32", True, gen),
         lambda: coupling(48, 8, 128256, "bf16", False, gen),
+        lambda: coupling(256, 4, 32000, "bf16", True, gen, SWEEP[1]),
+        lambda: coupling(48, 8, 151936, "fp32", False, gen, SWEEP[2]),
         lambda: graph_check(gen),
+        lambda: graph_check(gen, SWEEP[1]),
     ]
     for step in steps:
         try:
@@ -260,24 +263,26 @@ def main() -> int:
     save()
 
     print("\ncoupling (device vs float64 reference, same Philox stream)")
-    print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'mismatch':>8} {'ambig':>6} {'unexpl':>6} {'TV ucb':>8}")
+    print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>14} {'mismatch':>8} {'ambig':>6} {'unexpl':>6} {'TV ucb':>8}")
     for c in RESULTS["coupling"]:
         mode = "classic" if c["classic"] else "one-hot"
         shape = f"{c['B']},{c['K']},{c['V']}"
-        print(f"{shape:>16} {c['dtype']:>5} {mode:>8} {c['mismatches']:>8} {c['ambiguous']:>6} "
+        mode += " fused" if c["fused"] else ""
+        print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
               f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e}")  # fmt: skip
     print(f"graph: {RESULTS['graph']}")
     print(f"\nperformance (us, median); copy bandwidth {RESULTS['copy_bw'] or 0:.3e} B/s")
     print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'floor':>7} {'eager':>7} {'graph':>7} {'stats':>7} "
-          f"{'%floor(g)':>9} {'torch':>7}")  # fmt: skip
+          f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config {SWEEP_NAMES}")  # fmt: skip
     for r in RESULTS["perf"]:
         if "graph_us" not in r:
             print(f"{r['B']},{r['K']},{r['V']} {r['dtype']} {r['mode']}: all configs failed: {r['sweep'][0]}")
             continue
         shape = f"{r['B']},{r['K']},{r['V']}"
-        torch_us, pct = r.get("torch_us", float("nan")), 100 * r["frac_graph"]
+        torch_us, pct, pct_e = r.get("torch_us", float("nan")), 100 * r["frac_graph"], 100 * r["frac_eager"]
+        per = "/".join(f"{x['graph_us']:.0f}" if "graph_us" in x else "err" for x in r["sweep"])
         print(f"{shape:>16} {r['dtype']:>5} {r['mode']:>8} {r['floor_us']:7.1f} {r['eager_us']:7.1f} "
-              f"{r['graph_us']:7.1f} {r['stats_us']:7.1f} {pct:8.0f}% {torch_us:7.1f}")  # fmt: skip
+              f"{r['graph_us']:7.1f} {r['stats_us']:7.1f} {pct:8.0f}% {pct_e:8.0f}% {torch_us:7.1f}  {per}")  # fmt: skip
     print(f"errors: {len(RESULTS['errors'])}; wall {RESULTS['wall_s']:.0f} s; JSON: {OUT}/logits_gpu.json")
     return 1 if RESULTS["errors"] else 0
 

@@ -151,7 +151,9 @@ def _race_log_noise(seed, offset, position, first_col, BLOCK_ROWS: tl.constexpr,
 
 
 @triton.jit
-def _logits_stats_kernel(
+def _stats_block(
+    row_block,  # this program's rows are row_block * BLOCK_ROWS + [0, BLOCK_ROWS)
+    chunk,  # and its vocabulary chunk
     t_ptr,  # [B, K+1, V] fp32/bf16/fp16 target logits, strides (st_b, st_k, st_v)
     d_ptr,  # [B, K, V] draft logits, strides (sd_b, sd_k, sd_v) (HAS_DRAFT_LOGITS)
     temp_ptr,  # [B] fp32 temperatures
@@ -173,8 +175,8 @@ def _logits_stats_kernel(
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
     # l = clean(target) and, for i < n_b on sampled rows, the same for clean(draft).
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
-    chunk = tl.program_id(1).to(tl.int64)
+    rows = row_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    chunk = chunk.to(tl.int64)
     row_ok = rows < B * (K + 1)
     b = rows // (K + 1)
     i = rows % (K + 1)
@@ -266,7 +268,9 @@ def _pick_int(values, pos, j):
 
 
 @triton.jit
-def _logits_race_kernel(
+def _race_block(
+    req_block,  # this program's requests are req_block * BLOCK_ROWS + [0, BLOCK_ROWS)
+    chunk,  # and its vocabulary chunk of the emit row
     t_ptr,  # [B, K+1, V] target logits, strides (st_b, st_k, st_v)
     d_ptr,  # [B, K, V] draft logits (HAS_DRAFT_LOGITS), strides (sd_b, sd_k, sd_v)
     x_ptr,  # [B, K] int32/int64 draft ids, strides (sx_b, sx_k)
@@ -298,8 +302,8 @@ def _logits_race_kernel(
     # j = first rejection (or n).  log r_v = log(p_v - q_v) = log p_v + log(1 - e^(log q_v - log p_v))
     # where p_v > q_v (classic), log p_v off x_j (one-hot), log p_v (bonus row j = n).
     # token = argmax_v log r_v - log E_v; no residual mass: the same race over p (fallback).
-    req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
-    chunk = tl.program_id(1).to(tl.int64)
+    req = req_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    chunk = chunk.to(tl.int64)
     req_ok = req < B
     sampled, greedy, inv_t, n = _row_params(req, req_ok, temp_ptr, s_temp, n_ptr, sn_b, K, RAGGED)
     seed = tl.load(seed_ptr + req * ss_b, mask=req_ok, other=0).to(tl.int64)
@@ -383,7 +387,7 @@ def _logits_race_kernel(
     tl.store(best_idx_ptr + slot + 1, idx_p.to(tl.int32), mask=req_ok)
 
     # -- the last program to arrive for this request block writes the outputs ----------------
-    arrived = tl.atomic_add(arrivals_ptr + tl.program_id(0), 1, sem="acq_rel")
+    arrived = tl.atomic_add(arrivals_ptr + req_block, 1, sem="acq_rel")
     if arrived == NC2 - 1:
         best_r = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
         best_p = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
@@ -411,7 +415,108 @@ def _logits_race_kernel(
         tl.store(num_accepted_ptr + req, a.to(tl.int32), mask=req_ok)
         tl.store(fallback_ptr + req, fallback, mask=req_ok)
         tl.store(valid_ptr + req, token >= 0, mask=req_ok)
-        tl.atomic_xchg(arrivals_ptr + tl.program_id(0), 0)  # ready for the next call / graph replay
+        tl.atomic_xchg(arrivals_ptr + req_block, 0)  # ready for the next call / graph replay
+
+
+@triton.jit
+def _logits_stats_kernel(
+    t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr,  # see _stats_block
+    B, V, NC,
+    st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
+    K: tl.constexpr,
+    HAS_DRAFT_LOGITS: tl.constexpr,
+    RAGGED: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    TILES: tl.constexpr,
+):  # fmt: skip
+    # grid (row blocks of the B*(K+1) target rows, vocabulary chunks): one _stats_block each.
+    _stats_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr,
+                 targ_ptr, dmax_ptr, dsum_ptr, B, V, NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
+                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
+
+
+@triton.jit
+def _logits_race_kernel(
+    t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,  # see _race_block
+    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr, arrivals_ptr,
+    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
+    B, V, NC1, NC2,
+    st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
+    K: tl.constexpr,
+    KP: tl.constexpr,
+    HAS_DRAFT_LOGITS: tl.constexpr,
+    RAGGED: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    TILES: tl.constexpr,
+):  # fmt: skip
+    # grid (request blocks, vocabulary chunks of the emit row): one _race_block each.
+    _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr,
+                offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr,
+                arrivals_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, B, V, NC1, NC2,
+                st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
+                K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
+
+
+@triton.jit
+def _logits_fused_kernel(
+    t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,  # see _stats_block / _race_block
+    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr, arrivals_ptr,
+    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
+    ticket_ptr,  # [1] int32, zero on entry: dispenses task ids in the order programs start
+    done_ptr,  # [B] int32, zero on entry: finished stats tasks per request
+    B, V, NC1, NC2, LAG,
+    st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
+    K: tl.constexpr,
+    KP: tl.constexpr,
+    HAS_DRAFT_LOGITS: tl.constexpr,
+    RAGGED: tl.constexpr,
+    STATS_BLOCK_V: tl.constexpr,
+    STATS_TILES: tl.constexpr,
+    RACE_BLOCK_V: tl.constexpr,
+    RACE_TILES: tl.constexpr,
+    MAX_SPIN: tl.constexpr,
+):  # fmt: skip
+    # One launch, B * (P + Q) programs, P = (K+1) NC1 stats tasks and Q = NC2 race tasks per request.
+    # Task order: stats of requests 0..LAG-1, then per request r >= LAG its stats followed by the race
+    # of request r - LAG, then the last LAG races; so the race ALU of early requests overlaps the
+    # memory-bound stats of later ones. A program takes the next ticket (atomic), so every task it
+    # waits for (the P stats of its request) holds an earlier ticket and is running or done: no
+    # deadlock whatever the hardware's block order. MAX_SPIN bounds the wait as a safety net.
+    p_tasks = (K + 1) * NC1
+    q_tasks = NC2
+    t = tl.atomic_add(ticket_ptr, 1).to(tl.int64)
+    lag = tl.minimum(LAG, B).to(tl.int64)
+    head = lag * p_tasks
+    mid = (B - lag) * (p_tasks + q_tasks)
+    u_mid = t - head
+    w_mid = u_mid % (p_tasks + q_tasks)
+    u_tail = t - head - mid
+    in_head = t < head
+    in_mid = (t >= head) & (t < head + mid)
+    is_stats = in_head | (in_mid & (w_mid < p_tasks))
+    b_stats = tl.where(in_head, t // p_tasks, lag + u_mid // (p_tasks + q_tasks))
+    i_stats = tl.where(in_head, t % p_tasks, w_mid)
+    b_race = tl.where(in_mid, u_mid // (p_tasks + q_tasks), B - lag + u_tail // q_tasks)
+    i_race = tl.where(in_mid, w_mid - p_tasks, u_tail % q_tasks)
+    if is_stats:
+        _stats_block(b_stats * (K + 1) + i_stats // NC1, i_stats % NC1, t_ptr, d_ptr, temp_ptr, n_ptr,
+                     tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, B, V, NC1,
+                     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
+                     K, HAS_DRAFT_LOGITS, RAGGED, 1, STATS_BLOCK_V, STATS_TILES)  # fmt: skip
+        tl.atomic_add(done_ptr + b_stats, 1, sem="release")
+    else:
+        spins = 0
+        ready = tl.atomic_add(done_ptr + b_race, 0, sem="acquire")
+        while (ready < p_tasks) & (spins < MAX_SPIN):
+            ready = tl.atomic_add(done_ptr + b_race, 0, sem="acquire")
+            spins += 1
+        _race_block(b_race, i_race, t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr,
+                    offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr,
+                    arrivals_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, B, V, NC1, NC2,
+                    st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
+                    K, KP, HAS_DRAFT_LOGITS, RAGGED, 1, RACE_BLOCK_V, RACE_TILES)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------
@@ -451,6 +556,7 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
             "race_rows": max(1, min(rows_cap, triton.next_power_of_2(batch))),
             "stats_warps": 4, "race_warps": 4,
         }  # fmt: skip
+        cfg.update({"fused": False, "lag": 4, "fused_warps": 4, "max_spin": 1 << 10})
     else:
         stats_block = max(128, min(2048, vocab_pow2))
         race_block = max(128, min(1024, vocab_pow2))
@@ -459,7 +565,10 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
             "race_block": race_block, "race_tiles": max(1, min(4, triton.cdiv(vocab, race_block))),
             "stats_rows": 1, "race_rows": 1, "stats_warps": 8, "race_warps": 4,
         }  # fmt: skip
+    cfg.update({"fused": False, "lag": 16, "fused_warps": 8, "max_spin": 1 << 24})
     cfg.update(overrides or {})
+    if cfg["fused"]:  # one request row per program in the single-launch schedule
+        cfg["stats_rows"] = cfg["race_rows"] = 1
     for key in ("stats_block", "race_block"):
         if cfg[key] < 4 or cfg[key] & (cfg[key] - 1):
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])
@@ -543,12 +652,26 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
     race_blocks = triton.cdiv(batch, cfg["race_rows"])
     best = torch.empty(batch, nc2, 2, **f32)
     best_idx = torch.empty(batch, nc2, 2, dtype=torch.int32, device=device)
-    arrivals = torch.zeros(race_blocks, dtype=torch.int32, device=device)
+    counters = torch.zeros(race_blocks + (batch + 1 if cfg["fused"] else 0), dtype=torch.int32, device=device)
+    arrivals = counters[:race_blocks]
 
     d_arg, sd = (dl, dl.stride()) if has_draft else (lg, (0, 0, 0))
     x_arg, sx = (x, x.stride()) if num_k > 0 else (tokens, (0, 0))
     n_arg, sn = (n, n.stride(0)) if n is not None else (tokens, 0)
     st = lg.stride()
+    if cfg["fused"]:
+        done, ticket = counters[race_blocks : race_blocks + batch], counters[race_blocks + batch :]
+        _logits_fused_kernel[(batch * (k_plus_1 * nc1 + nc2),)](
+            lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum,
+            best, best_idx, arrivals, tokens, num_accepted, fallback, valid, ticket, done,
+            batch, vocab, nc1, nc2, cfg["lag"],
+            *st, *sd, *sx, temperature.stride(0), sn, seeds.stride(0), offsets.stride(0),
+            K=num_k, KP=triton.next_power_of_2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
+            STATS_BLOCK_V=cfg["stats_block"], STATS_TILES=cfg["stats_tiles"],
+            RACE_BLOCK_V=cfg["race_block"], RACE_TILES=cfg["race_tiles"], MAX_SPIN=cfg["max_spin"],
+            num_warps=cfg["fused_warps"],
+        )  # fmt: skip
+        return SampleResult(tokens, num_accepted, fallback, valid)
     _logits_stats_kernel[(triton.cdiv(num_rows, cfg["stats_rows"]), nc1)](
         lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum,
         batch, vocab, nc1, *st, *sd, temperature.stride(0), sn,

@@ -55,3 +55,15 @@ def test_bit_deterministic_across_runs_and_keyed_by_offset():
     moved = dict(case, offsets=case["offsets"] + 1)
     changed = (_outputs(moved)[0] != first[0]).any(axis=1).mean()
     assert changed > 0.25, f"offset + 1 changed only {changed:.1%} of the rows: is the offset used?"
+
+
+def test_single_launch_schedule_matches_two_launches():
+    """The fused single-launch schedule (ticketed stats/race tasks, race of request r - LAG after the
+    stats of request r) gives bit-identical outputs to the two-launch path with the same chunking;
+    LAG = 1 over 3 requests exercises the head, interleaved and tail parts of the schedule. Tiny sizes:
+    under the interpreter every task is one program."""
+    case = make_batch(current_test_seed(), 3, 1, 16, classic=True)
+    chunks = {"stats_block": 8, "stats_tiles": 1, "race_block": 8, "race_tiles": 1}
+    two = [t.numpy() for t in sample_logits(**case, _config=chunks)]
+    fused = [t.numpy() for t in sample_logits(**case, _config=dict(chunks, fused=True, lag=1))]
+    _assert_same(fused, two, "fused schedule, lag 1")
