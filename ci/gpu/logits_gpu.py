@@ -282,7 +282,8 @@ def main() -> int:
         torch_us, pct, pct_e = r.get("torch_us", float("nan")), 100 * r["frac_graph"], 100 * r["frac_eager"]
         per = "/".join(f"{x['graph_us']:.0f}" if "graph_us" in x else "err" for x in r["sweep"])
         print(f"{shape:>16} {r['dtype']:>5} {r['mode']:>8} {r['floor_us']:7.1f} {r['eager_us']:7.1f} "
-              f"{r['graph_us']:7.1f} {r['stats_us']:7.1f} {pct:8.0f}% {pct_e:8.0f}% {torch_us:7.1f}  {per}")  # fmt: skip
+              f"{r['graph_us']:7.1f} {r['stats_us']:7.1f} {pct:8.0f}% {pct_e:8.0f}% "
+              f"{torch_us:7.1f}  {per}")  # fmt: skip
     print(f"errors: {len(RESULTS['errors'])}; wall {RESULTS['wall_s']:.0f} s; JSON: {OUT}/logits_gpu.json")
     return 1 if RESULTS["errors"] else 0
 
