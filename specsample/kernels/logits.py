@@ -31,6 +31,13 @@ Two launches, no host synchronisation, no data-dependent shapes:
 
 Must-read bytes are every target row (plus draft rows) once, plus row j (and draft row j) of each
 request: (K+2)/(K+1) of the floor for one-hot drafts, (2K+3)/(2K+1) for classic drafts.
+
+The race costs one Philox call per four tokens and two logs per token on one row per request; run
+after the stats pass it is ALU time added to a memory-bound pass. `_config={"fused": True}` runs both
+phases in one launch instead (`_logits_fused_kernel`): programs take tickets from an atomic counter,
+tickets map to stats tasks of request r followed by the race tasks of request r - lag, and a race
+task waits (atomically) until its request's stats are complete, so the race ALU of early requests
+overlaps the stats reads of later ones. Waiting only on earlier tickets cannot deadlock.
 """
 
 from __future__ import annotations
