@@ -175,8 +175,8 @@ def _chain_emit_kernel(
     partial_ptr,  # [B, num_chunks, 2] fp64 in
     tokens_ptr,  # [B, K+1] int32 out, contiguous
     num_accepted_ptr,  # [B] int32 out
-    fallback_ptr,  # [B] bool out
-    valid_ptr,  # [B] bool out
+    fallback_ptr,  # [B] int8 out (0/1, viewed as bool)
+    valid_ptr,  # [B] int8 out (0/1, viewed as bool)
     B, V, num_chunks,
     sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, sx_b, sx_k, sn_b, su_b, su_k, ss_b, so_b,
     K: tl.constexpr,
@@ -243,8 +243,8 @@ def _chain_emit_kernel(
     out = tl.where(k < a[:, None], x_tile, tl.where(k == a[:, None], token[:, None], -1))
     tl.store(tokens_ptr + rows[:, None] * (K + 1) + k, out.to(tl.int32), mask=row_ok[:, None] & (k <= K))
     tl.store(num_accepted_ptr + rows, a.to(tl.int32), mask=row_ok)
-    tl.store(fallback_ptr + rows, fallback, mask=row_ok)
-    tl.store(valid_ptr + rows, valid, mask=row_ok)
+    tl.store(fallback_ptr + rows, fallback.to(tl.int8), mask=row_ok)
+    tl.store(valid_ptr + rows, valid.to(tl.int8), mask=row_ok)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -385,10 +385,11 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None) ->
     device = p.device
     tokens = torch.empty(batch, k_plus_1, dtype=torch.int32, device=device)
     num_accepted = torch.empty(batch, dtype=torch.int32, device=device)
-    fallback = torch.empty(batch, dtype=torch.bool, device=device)
-    valid = torch.empty(batch, dtype=torch.bool, device=device)
+    # flags are stored as int8 and viewed as bool (no bool pointers in the kernels)
+    fallback = torch.empty(batch, dtype=torch.int8, device=device)
+    valid = torch.empty(batch, dtype=torch.int8, device=device)
     if batch == 0:
-        return SampleResult(tokens, num_accepted, fallback, valid)
+        return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
 
     block_rows, block_v, num_warps = _launch_config(batch, vocab, block_v)
     num_chunks = triton.cdiv(vocab, block_v)
@@ -419,4 +420,4 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None) ->
         CHUNKS_POW2=triton.next_power_of_2(num_chunks),
         num_warps=4 if block_v <= 2048 else 8,
     )  # fmt: skip
-    return SampleResult(tokens, num_accepted, fallback, valid)
+    return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
