@@ -25,6 +25,11 @@ from specsample.reference.chain import chain_rejection_reference
 from specsample.stats import seeding, tv_ucb_from_coupling
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # inputs are built on the CPU, run here
+
+
+def dev(t):
+    return None if t is None else t.to(DEVICE)
 
 
 def coupling_tol(batch: int, vocab: int, block_v: int | None) -> float:
@@ -98,17 +103,17 @@ def make_case(seed: int, batch: int, num_k: int, vocab: int, kind: str, draft_ki
 def assert_coupled(case, block_v, id_dtype=torch.int64):
     p, q, x, n, u = case["p"], case["q"], case["x"], case["n"], case["u"]
     batch, _, vocab = p.shape
-    got = _launch(p, x.to(id_dtype), q, n, u, None, None, block_v=block_v)
+    got = _launch(dev(p), dev(x.to(id_dtype)), dev(q), dev(n), dev(u), None, None, block_v=block_v)
     tol = coupling_tol(batch, vocab, block_v)
     ref = chain_rejection_reference(
         p.double().numpy(), x.numpy(), None if q is None else q.double().numpy(),
         uniforms=u.double().numpy(), num_draft_tokens=None if n is None else n.numpy(), tol=tol,
     )  # fmt: skip
-    tokens = got.tokens.numpy()
+    tokens = got.tokens.cpu().numpy()
     differ = np.any(tokens != ref.tokens, axis=1)
-    differ |= got.num_accepted.numpy() != ref.num_accepted
-    differ |= got.fallback.numpy() != ref.fallback
-    differ |= got.valid.numpy() != ref.valid
+    differ |= got.num_accepted.cpu().numpy() != ref.num_accepted
+    differ |= got.fallback.cpu().numpy() != ref.fallback
+    differ |= got.valid.cpu().numpy() != ref.valid
     bad = np.nonzero(differ & ~ref.ambiguous)[0]
     assert bad.size == 0, (
         f"{bad.size} unambiguous rows differ (tol {tol:.2e}); first {bad[:5]}: kernel {tokens[bad[:3]]} "
@@ -195,19 +200,21 @@ def test_seeded_path_couples_with_reference_uniforms():
     case = make_case(seed, batch, num_k, vocab, "dirichlet", "dirichlet", "fp32", True, True, True, False)
     seeds = torch.from_numpy(rng.integers(-(2**63), 2**63 - 1, size=batch, dtype=np.int64))
     offsets = torch.from_numpy(rng.integers(0, 2**62, size=batch, dtype=np.int64))
-    got = _launch(case["p"], case["x"], case["q"], case["n"], None, seeds, offsets, block_v=16)
+    p, x, q, n = (dev(case[k]) for k in "pxqn")
+    got = _launch(p, x, q, n, None, dev(seeds), dev(offsets), block_v=16)
     u = chain_seeded_uniforms(seeds.numpy(), offsets.numpy(), num_k)
     ref = chain_rejection_reference(case["p"].double().numpy(), case["x"].numpy(), case["q"].double().numpy(),
                                     uniforms=u, num_draft_tokens=case["n"].numpy(),
                                     tol=coupling_tol(batch, vocab, 16))  # fmt: skip
-    differ = np.any(got.tokens.numpy() != ref.tokens, axis=1) & ~ref.ambiguous
+    differ = np.any(got.tokens.cpu().numpy() != ref.tokens, axis=1) & ~ref.ambiguous
     assert not differ.any(), f"{int(differ.sum())} rows differ from the reference on Philox uniforms"
 
 
 def test_public_launcher_equals_private_launch():
     """chain_rejection_sample with uniforms is _launch with the launcher's own chunk choice."""
     case = make_case(7, 64, 2, 40, "dirichlet", "dirichlet", "fp32", False, False, True, False)
-    a = chain_rejection_sample(case["p"], case["x"], case["q"], uniforms=case["u"])
-    b = _launch(case["p"], case["x"], case["q"], None, case["u"], None, None)
+    p, x, q, u = (dev(case[k]) for k in "pxqu")
+    a = chain_rejection_sample(p, x, q, uniforms=u)
+    b = _launch(p, x, q, None, u, None, None)
     for got, want in zip(a, b, strict=True):
         assert torch.equal(got, want)

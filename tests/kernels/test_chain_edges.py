@@ -12,6 +12,13 @@ import torch
 from specsample.kernels.chain import _launch, chain_rejection_sample
 
 NAN, INF = float("nan"), float("inf")
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # inputs are built on the CPU, run here
+
+
+def launch(p, x, q, n, u, seeds, offsets, block_v=None):
+    """_launch with every tensor moved to DEVICE (views already there keep their strides)."""
+    args = (None if t is None else t.to(DEVICE) for t in (p, x, q, n, u, seeds, offsets))
+    return _launch(*args, block_v=block_v)
 
 
 def run(p, x, q=None, u=None, n=None, block_v=None):
@@ -20,7 +27,7 @@ def run(p, x, q=None, u=None, n=None, block_v=None):
     q = None if q is None else torch.as_tensor(q, dtype=torch.float32)
     u = torch.as_tensor(u, dtype=torch.float32)
     n = None if n is None else torch.as_tensor(n, dtype=torch.int64)
-    return _launch(p, x, q, n, u, None, None, block_v=block_v)
+    return launch(p, x, q, n, u, None, None, block_v=block_v)
 
 
 @pytest.mark.parametrize("block_v", [None, 2])
@@ -79,12 +86,12 @@ def test_out_of_range_draft_id_is_rejected_without_reading(classic):
     vocab = 4
     bad_ids = [-1, 4, 5, 2**31 - 1, 2**40, -(2**40)]
     rows = len(bad_ids)
-    buf = torch.ones(rows, 2, vocab + 2)
-    buf[..., 1:-1] = torch.tensor([0.1, 0.2, 0.3, 0.4])
+    buf = torch.ones(rows, 2, vocab + 2, device=DEVICE)  # built in place: the views keep their strides
+    buf[..., 1:-1] = torch.tensor([0.1, 0.2, 0.3, 0.4], device=DEVICE)
     p = buf[..., 1:-1]
     q = buf[:, :1, 1:-1] if classic else None
     x = torch.tensor(bad_ids, dtype=torch.int64)[:, None]
-    res = _launch(p, x, q, None, torch.tensor([[0.0, 0.5]] * rows), None, None)
+    res = launch(p, x, q, None, torch.tensor([[0.0, 0.5]] * rows), None, None)
     assert res.num_accepted.tolist() == [0] * rows
     # residual: classic max(0, p - q) = 0 -> fallback to p; one-hot: p (no id to zero)
     assert res.tokens.tolist() == [[2, -1]] * rows
@@ -99,7 +106,7 @@ def test_ragged_counts_clamp_and_unused_ids_are_never_read():
     p[:, num_k] = torch.tensor([0.0, 0.0, 1.0])  # row K differs from the draft rows
     x = torch.tensor([[1, 10**9, -7], [1, 1, 1], [1, 1, 10**12], [1, 1, 1]])
     n = torch.tensor([0, 5, 2, -3])
-    res = _launch(p, x, None, n, torch.zeros(4, num_k + 1), None, None)
+    res = launch(p, x, None, n, torch.zeros(4, num_k + 1), None, None)
     # u = 0 < p(x = 1) = 1 accepts every used draft; the token after them comes from row n_b
     assert res.num_accepted.tolist() == [0, 3, 2, 0]
     assert res.tokens.tolist() == [[1, -1, -1, -1], [1, 1, 1, 2], [1, 1, 1, -1], [1, -1, -1, -1]]
@@ -113,7 +120,7 @@ def test_equal_draft_and_target_accepts_everything():
     q = p[:, :3].clone()
     x = torch.from_numpy(rng.integers(0, 9, size=(64, 3)))
     u = torch.full((64, 4), 1.0 - 2**-24)
-    res = _launch(p, x, q, None, u, None, None)
+    res = launch(p, x, q, None, u, None, None)
     assert res.num_accepted.tolist() == [3] * 64
     assert torch.equal(res.tokens[:, :3], x.to(torch.int32))
 
@@ -134,7 +141,7 @@ def test_non_finite_probabilities_carry_no_mass(classic):
     u_values = (0.0, 0.3, 0.7, 1.0 - 2**-24)
     reps = len(u_values)
     u = torch.tensor([[0.5, u_last] for u_last in u_values for _ in range(3)])
-    res = _launch(p.repeat(reps, 1, 1), x.repeat(reps, 1), None if q is None else q.repeat(reps, 1, 1),
+    res = launch(p.repeat(reps, 1, 1), x.repeat(reps, 1), None if q is None else q.repeat(reps, 1, 1),
                   None, u, None, None)  # fmt: skip
     tokens = res.tokens.tolist()
     for r in range(0, 3 * reps, 3):
@@ -152,7 +159,7 @@ def test_non_finite_probabilities_carry_no_mass(classic):
 def test_bonus_row_without_mass_is_invalid_not_fallback():
     """All drafts accepted and p[K] has no valid mass: token -1, valid False, fallback False."""
     p = torch.tensor([[[0.0, 1.0], [NAN, -1.0]]])
-    res = _launch(p, torch.tensor([[1]]), None, None, torch.tensor([[0.5, 0.5]]), None, None)
+    res = launch(p, torch.tensor([[1]]), None, None, torch.tensor([[0.5, 0.5]]), None, None)
     assert res.tokens.tolist() == [[1, -1]]
     assert res.num_accepted.tolist() == [1]
     assert res.valid.tolist() == [False] and res.fallback.tolist() == [False]
@@ -169,19 +176,20 @@ def test_tile_tail_lanes_never_win(vocab, block_v):
     p[1, 0, 0] = 1.0  # only the first lane
     p[2, 0, vocab - 2 :] = 0.5
     u = torch.tensor([[u_last] for u_last in u_values for _ in range(3)])
-    res = _launch(p.repeat(3, 1, 1), torch.empty(9, 0, dtype=torch.int64), None, None, u, None, None,
+    res = launch(p.repeat(3, 1, 1), torch.empty(9, 0, dtype=torch.int64), None, None, u, None, None,
                   block_v=block_v)  # fmt: skip
     want = [[vocab - 1, 0, vocab - 2 if u_last < 0.5 else vocab - 1] for u_last in u_values]
     assert res.tokens[:, 0].tolist() == [t for row in want for t in row]
 
 
-def test_rounding_guard_picks_the_last_positive_token():
-    """When u_K * total rounds up to total (here a denormal total) no cumsum exceeds it: the token is
-    the largest v with r_v > 0, never a zero-mass v and never V (a count of cumsum <= target
-    would return V = 3 or, clamped, the zero-mass token 2)."""
+def test_denormal_mass_and_u_near_one_pick_the_last_positive_token():
+    """Denormal float32 probabilities are positive mass (the row is valid), and at u_K = 1 - 2^-24
+    the token is the last positive one: never the zero-mass token after it, never V (a count of
+    cumsum <= target that rounding pushed past every boundary would return V = 3 or, clamped, the
+    zero-mass token 2; the kernel's guard returns the largest v with r_v > 0)."""
     tiny = 2.0**-149
     p = torch.tensor([[[tiny, tiny, 0.0]], [[0.0, tiny, 0.0]]])
-    res = _launch(p, torch.empty(2, 0, dtype=torch.int64), None, None, torch.full((2, 1), 1.0 - 2**-24),
+    res = launch(p, torch.empty(2, 0, dtype=torch.int64), None, None, torch.full((2, 1), 1.0 - 2**-24),
                   None, None)  # fmt: skip
     assert res.tokens[:, 0].tolist() == [1, 1] and res.valid.tolist() == [True, True]
 
@@ -192,11 +200,14 @@ def test_output_layout_accepted_prefix_then_token_then_padding():
     p = torch.full((1, num_k + 1, vocab), 1.0 / vocab)
     x = torch.tensor([[3, 5, 1, 2]])
     u = torch.tensor([[0.0, 0.1, 0.9, 0.0, 0.0]])  # accept, accept, reject (0.9 >= 1/6)
-    res = _launch(p, x, None, None, u, None, None)
+    res = launch(p, x, None, None, u, None, None)
     assert res.num_accepted.tolist() == [2]
     assert res.tokens.tolist() == [[3, 5, 0, -1, -1]]  # residual drops x_2 = 1: first token 0
 
 
+@pytest.mark.skipif(
+    DEVICE == "cuda", reason="ci/gpu/chain_gpu.py checks > 2^31-element batches in device memory"
+)
 def test_index_arithmetic_is_int64(tmp_path):
     """Element offsets beyond 2^31: row 1 of p starts at element 2^31 of a sparse memory-mapped
     buffer (only the touched pages exist). int32 offsets would wrap and read row 0's zeros."""

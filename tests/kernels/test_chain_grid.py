@@ -23,6 +23,7 @@ from specsample.reference.laws import rejection_emission_law
 from specsample.stats import assert_accept_reject_grid, assert_inverse_cdf_grid, seeding, stratified_uniforms
 
 V = 16
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def cdf_err(vocab: int, block_v: int | None = None) -> float:
@@ -50,19 +51,20 @@ def test_emitted_token_given_reject_on_inverse_cdf_grid(classic, block_v):
     u = np.empty((n_grid, 2), dtype=np.float32)
     u[:, 0] = 1.0 - 2.0**-24
     u[:, 1] = stratified_uniforms(n_grid, dtype=np.float32)
-    p_t = torch.from_numpy(p)[None].expand(n_grid, 2, V)
-    q_t = torch.from_numpy(q)[None, None].expand(n_grid, 1, V) if classic else None
-    x_t = torch.full((n_grid, 1), x, dtype=torch.int64)
-    res = _launch(p_t, x_t, q_t, None, torch.from_numpy(u), None, None, block_v=block_v)
+    p_t = torch.from_numpy(p).to(DEVICE)[None].expand(n_grid, 2, V)
+    q_t = torch.from_numpy(q).to(DEVICE)[None, None].expand(n_grid, 1, V) if classic else None
+    x_t = torch.full((n_grid, 1), x, dtype=torch.int64, device=DEVICE)
+    u_t = torch.from_numpy(u).to(DEVICE)
+    res = _launch(p_t, x_t, q_t, None, u_t, None, None, block_v=block_v)
     assert res.num_accepted.sum().item() == 0
     rho = rejection_emission_law(p[0].astype(np.float64), q.astype(np.float64) if classic else None, x).probs
-    counts = np.bincount(res.tokens[:, 0].numpy(), minlength=V)
+    counts = np.bincount(res.tokens[:, 0].cpu().numpy(), minlength=V)
     assert_inverse_cdf_grid(counts, rho, n_grid, cdf_err(V, block_v), label="residual given reject")
 
-    bonus = _launch(p_t, x_t, q_t, torch.zeros(n_grid, dtype=torch.int64), torch.from_numpy(u), None, None,
+    bonus = _launch(p_t, x_t, q_t, torch.zeros(n_grid, dtype=torch.int64, device=DEVICE), u_t, None, None,
                     block_v=block_v)  # fmt: skip
     p0 = p[0].astype(np.float64)
-    counts = np.bincount(bonus.tokens[:, 0].numpy(), minlength=V)
+    counts = np.bincount(bonus.tokens[:, 0].cpu().numpy(), minlength=V)
     assert_inverse_cdf_grid(counts, p0 / p0.sum(), n_grid, cdf_err(V, block_v), label="bonus from p")
 
 
@@ -81,10 +83,10 @@ def test_two_stage_accept_reject_grid(classic):
     batch = V * total
     x = np.repeat(np.arange(V), total)[:, None]
     u = np.tile(grid, (V, 1))
-    p_t = torch.from_numpy(np.stack([p, p]))[None].expand(batch, 2, V)
-    q_t = torch.from_numpy(q)[None, None].expand(batch, 1, V) if classic else None
-    res = _launch(p_t, torch.from_numpy(x), q_t, None, torch.from_numpy(u), None, None)
-    y = res.tokens[:, 0].numpy().astype(np.int64)
+    p_t = torch.from_numpy(np.stack([p, p])).to(DEVICE)[None].expand(batch, 2, V)
+    q_t = torch.from_numpy(q).to(DEVICE)[None, None].expand(batch, 1, V) if classic else None
+    res = _launch(p_t, torch.from_numpy(x).to(DEVICE), q_t, None, torch.from_numpy(u).to(DEVICE), None, None)
+    y = res.tokens[:, 0].cpu().numpy().astype(np.int64)
     counts = np.zeros((V, V), dtype=np.int64)
     np.add.at(counts, (x[:, 0], y), 1)
     assert_accept_reject_grid(

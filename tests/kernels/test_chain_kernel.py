@@ -10,18 +10,20 @@ import numpy as np
 import pytest
 import torch
 
+from specsample.kernels._launch import interpreting
 from specsample.kernels.chain import _launch, chain_rejection_sample
 from specsample.stats import seeding
 
 B, K, V = 6, 3, 11
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def inputs(seed: int = 0, batch: int = B, num_k: int = K, vocab: int = V, dtype=torch.float32):
     rng = np.random.default_rng(seed)
-    p = torch.from_numpy(rng.dirichlet(np.full(vocab, 0.5), size=(batch, num_k + 1))).to(dtype)
-    q = torch.from_numpy(rng.dirichlet(np.full(vocab, 0.5), size=(batch, num_k))).to(dtype)
-    x = torch.from_numpy(rng.integers(0, vocab, size=(batch, num_k)))
-    u = torch.from_numpy(rng.random((batch, num_k + 1))).float()
+    p = torch.from_numpy(rng.dirichlet(np.full(vocab, 0.5), size=(batch, num_k + 1))).to(DEVICE, dtype)
+    q = torch.from_numpy(rng.dirichlet(np.full(vocab, 0.5), size=(batch, num_k))).to(DEVICE, dtype)
+    x = torch.from_numpy(rng.integers(0, vocab, size=(batch, num_k))).to(DEVICE)
+    u = torch.from_numpy(rng.random((batch, num_k + 1))).to(DEVICE, torch.float32)
     return p, x, q, u
 
 
@@ -35,11 +37,12 @@ def assert_same(a, b):
 # ---------------------------------------------------------------------------------------------
 
 _P, _X, _Q, _U = inputs()
-_I64 = dict(dtype=torch.int64)
+_I64 = dict(dtype=torch.int64, device=DEVICE)
+_I32 = dict(dtype=torch.int32, device=DEVICE)
 _BAD_CALLS = [
     ("target_probs", TypeError, lambda: chain_rejection_sample(_P.double(), _X, _Q, uniforms=_U)),
     ("target_probs", ValueError, lambda: chain_rejection_sample(_P[0], _X, _Q, uniforms=_U)),
-    ("target_probs", TypeError, lambda: chain_rejection_sample(_P.numpy(), _X, _Q, uniforms=_U)),
+    ("target_probs", TypeError, lambda: chain_rejection_sample(_P.cpu().numpy(), _X, _Q, uniforms=_U)),
     ("draft_token_ids", TypeError, lambda: chain_rejection_sample(_P, _X.float(), _Q, uniforms=_U)),
     ("draft_token_ids", ValueError, lambda: chain_rejection_sample(_P, _X[:, :2], _Q, uniforms=_U)),
     ("draft_probs", ValueError, lambda: chain_rejection_sample(_P, _X, _Q[:, :, :5], uniforms=_U)),
@@ -47,18 +50,18 @@ _BAD_CALLS = [
     ("num_draft_tokens", ValueError,
      lambda: chain_rejection_sample(_P, _X, _Q, uniforms=_U, num_draft_tokens=torch.zeros(B + 1, **_I64))),
     ("num_draft_tokens", TypeError,
-     lambda: chain_rejection_sample(_P, _X, _Q, uniforms=_U, num_draft_tokens=torch.zeros(B))),
+     lambda: chain_rejection_sample(_P, _X, _Q, uniforms=_U, num_draft_tokens=torch.zeros(B, device=DEVICE))),
     ("uniforms", ValueError, lambda: chain_rejection_sample(_P, _X, _Q, uniforms=_U[:, :K])),
     ("uniforms", TypeError, lambda: chain_rejection_sample(_P, _X, _Q, uniforms=_U.double())),
     ("seeds/offsets", ValueError,
-     lambda: chain_rejection_sample(_P, _X, _Q, seeds=torch.zeros(B, dtype=torch.int64))),
+     lambda: chain_rejection_sample(_P, _X, _Q, seeds=torch.zeros(B, **_I64))),
     ("randomness", ValueError,
      lambda: chain_rejection_sample(_P, _X, _Q, uniforms=_U, generator=torch.Generator())),
     ("randomness", ValueError,
-     lambda: chain_rejection_sample(_P, _X, _Q, uniforms=_U, seeds=torch.zeros(B, dtype=torch.int64),
-                                    offsets=torch.zeros(B, dtype=torch.int64))),
-    ("seeds", TypeError, lambda: chain_rejection_sample(_P, _X, _Q, seeds=torch.zeros(B, dtype=torch.int32),
-                                                        offsets=torch.zeros(B, dtype=torch.int64))),
+     lambda: chain_rejection_sample(_P, _X, _Q, uniforms=_U, seeds=torch.zeros(B, **_I64),
+                                    offsets=torch.zeros(B, **_I64))),
+    ("seeds", TypeError, lambda: chain_rejection_sample(_P, _X, _Q, seeds=torch.zeros(B, **_I32),
+                                                        offsets=torch.zeros(B, **_I64))),
     ("offsets", ValueError, lambda: chain_rejection_sample(_P, _X, _Q, seeds=torch.zeros(B, **_I64),
                                                            offsets=torch.zeros(B + 2, **_I64))),
     ("generator", TypeError, lambda: chain_rejection_sample(_P, _X, _Q, generator=123)),
@@ -93,7 +96,7 @@ def test_value_checks_only_with_validate():
             chain_rejection_sample(**args, validate=True)
     padded = x.clone()
     padded[:, 1:] = -1
-    n = torch.ones(B, dtype=torch.int64)
+    n = torch.ones(B, dtype=torch.int64, device=DEVICE)
     chain_rejection_sample(p, padded, q, uniforms=u, num_draft_tokens=n, validate=True)
 
 
@@ -116,7 +119,7 @@ def test_strided_and_broadcast_inputs_equal_contiguous_copies():
     expanded to every request, read in place) give the contiguous copy's result bit for bit."""
     p, x, q, u = inputs(batch=32)
     p_t = p.transpose(0, 2).contiguous().transpose(0, 2)  # V-major storage
-    q_big = torch.zeros(32, K, 2 * V)
+    q_big = torch.zeros(32, K, 2 * V, device=DEVICE)
     q_big[:, :, ::2] = q
     q_s = q_big[:, :, ::2]  # stride 2 in V
     assert_same(_launch(p_t, x, q_s, None, u, None, None), _launch(p, x, q, None, u, None, None))
@@ -158,12 +161,12 @@ def test_generator_path_is_torch_rand_then_the_uniform_path():
     default generator is used when none is given; successive calls advance the stream."""
     p, x, q, _ = inputs(batch=64)
     seed = seeding.current_test_seed() % 2**62
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device=DEVICE).manual_seed(seed)
     first = chain_rejection_sample(p, x, q, generator=g)
     second = chain_rejection_sample(p, x, q, generator=g)
-    u_g = torch.Generator().manual_seed(seed)
-    u1 = torch.rand(64, K + 1, generator=u_g)
-    u2 = torch.rand(64, K + 1, generator=u_g)
+    u_g = torch.Generator(device=DEVICE).manual_seed(seed)
+    u1 = torch.rand(64, K + 1, generator=u_g, device=DEVICE)
+    u2 = torch.rand(64, K + 1, generator=u_g, device=DEVICE)
     assert_same(first, chain_rejection_sample(p, x, q, uniforms=u1))
     assert_same(second, chain_rejection_sample(p, x, q, uniforms=u2))
     torch.manual_seed(seed)
@@ -177,9 +180,10 @@ def test_seeded_path_is_deterministic_and_batch_invariant():
     gives the same rows. Different offsets give fresh draws."""
     batch = 96
     p, x, q, _ = inputs(seed=3, batch=batch)
-    n = torch.from_numpy(np.random.default_rng(4).integers(0, K + 1, batch))
+    n = torch.from_numpy(np.random.default_rng(4).integers(0, K + 1, batch)).to(DEVICE)
     seeds = torch.from_numpy(np.random.default_rng(5).integers(-(2**63), 2**63 - 1, batch, dtype=np.int64))
-    offsets = torch.arange(batch, dtype=torch.int64) * 7
+    seeds = seeds.to(DEVICE)
+    offsets = torch.arange(batch, dtype=torch.int64, device=DEVICE) * 7
 
     def call(idx, off=offsets):
         return chain_rejection_sample(p[idx], x[idx], q[idx], num_draft_tokens=n[idx], seeds=seeds[idx],
@@ -204,6 +208,7 @@ def test_seeded_path_is_deterministic_and_batch_invariant():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(not interpreting(), reason="measures the Triton interpreter (CPU CI)")
 @pytest.mark.parametrize("source", ["uniforms", "seeds"])
 def test_interpreter_throughput_at_small_vocab(source):
     """>= 1e4 rows/s at V = 16, K = 4 (classic) through the public launcher, measured on 2^15 rows
@@ -213,9 +218,7 @@ def test_interpreter_throughput_at_small_vocab(source):
     if source == "uniforms":
         kwargs = dict(uniforms=u)
     else:
-        kwargs = dict(
-            seeds=torch.arange(batch, dtype=torch.int64), offsets=torch.zeros(batch, dtype=torch.int64)
-        )
+        kwargs = dict(seeds=torch.arange(batch, **_I64), offsets=torch.zeros(batch, **_I64))
     chain_rejection_sample(p, x, q, **kwargs)
     start = time.perf_counter()
     chain_rejection_sample(p, x, q, **kwargs)

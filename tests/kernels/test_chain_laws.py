@@ -26,6 +26,7 @@ from specsample.stats import assert_gof, gof_design, seeding
 
 ALPHA, BETA, EPS = 1e-6, 1e-6, 0.03
 N_ROWS, K, V = 65536, 3, 8
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def pair(rng: np.random.Generator):
@@ -44,17 +45,18 @@ def draw_drafts(rng, dists, rows):
 
 def sample(p, q, x, source: str, seed: int, classic: bool):
     batch = x.shape[0]
-    p_t = torch.from_numpy(p).float()[None].expand(batch, K + 1, V)
-    q_t = torch.from_numpy(q).float()[None].expand(batch, K, V) if classic else None
-    x_t = torch.from_numpy(x)
+    p_t = torch.from_numpy(p).float().to(DEVICE)[None].expand(batch, K + 1, V)
+    q_t = torch.from_numpy(q).float().to(DEVICE)[None].expand(batch, K, V) if classic else None
+    x_t = torch.from_numpy(x).to(DEVICE)
     if source == "generator":
-        res = chain_rejection_sample(p_t, x_t, q_t, generator=torch.Generator().manual_seed(seed % 2**62))
+        gen = torch.Generator(device=DEVICE).manual_seed(seed % 2**62)
+        res = chain_rejection_sample(p_t, x_t, q_t, generator=gen)
     else:
         rng = np.random.default_rng(seed)
-        seeds = torch.from_numpy(rng.integers(-(2**63), 2**63 - 1, size=batch, dtype=np.int64))
-        offsets = torch.from_numpy(rng.integers(0, 2**62, size=batch, dtype=np.int64))
+        seeds = torch.from_numpy(rng.integers(-(2**63), 2**63 - 1, size=batch, dtype=np.int64)).to(DEVICE)
+        offsets = torch.from_numpy(rng.integers(0, 2**62, size=batch, dtype=np.int64)).to(DEVICE)
         res = chain_rejection_sample(p_t, x_t, q_t, seeds=seeds, offsets=offsets)
-    return res.tokens.numpy().astype(np.int64), res.num_accepted.numpy().astype(np.int64)
+    return res.tokens.cpu().numpy().astype(np.int64), res.num_accepted.cpu().numpy().astype(np.int64)
 
 
 def fixed_position_law(p_row, q_row, x):
