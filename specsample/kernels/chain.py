@@ -47,9 +47,10 @@ _INTERP_TILE_ELEMENTS = 1 << 20
 
 @triton.jit
 def _clean(values):
-    """clean(a) = a if a is finite and a > 0 else 0, widened to float64 (NaN compares False)."""
-    v = values.to(tl.float32).to(tl.float64)
-    return tl.where((v > 0.0) & (v < float("inf")), v, 0.0)
+    """clean(a) = a if a is finite and a > 0 else 0 (NaN compares False), widened to float64
+    (exactly) after the float32 compare."""
+    v = values.to(tl.float32)
+    return tl.where((v > 0.0) & (v < float("inf")), v, 0.0).to(tl.float64)
 
 
 @triton.jit
