@@ -194,6 +194,7 @@ def _stats_block(
     t_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
     t_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
     t_arg = tl.zeros((BLOCK_ROWS,), tl.int64)
+    any_greedy = tl.max(greedy.to(tl.int32), axis=0) > 0
     if HAS_DRAFT_LOGITS:
         need_d = sampled & (i < n)
         d_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
@@ -205,8 +206,9 @@ def _stats_block(
         l = _clean_logits(tl.load(t_ptr + (b * st_b + i * st_k)[:, None] + cols * st_v,
                                   mask=need[:, None] & in_v, other=float("-inf")))  # fmt: skip
         tile_max = tl.max(l, axis=1)
-        tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
-        t_arg = tl.where(tile_max > t_max, tile_arg, t_arg)  # strict: the earlier index wins ties
+        if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
+            tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
+            t_arg = tl.where(tile_max > t_max, tile_arg, t_arg)  # strict: the earlier index wins ties
         new_max = tl.maximum(t_max, tile_max)
         shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
         t_sum = t_sum * tl.exp2((t_max - shift) * scale) + tl.sum(
@@ -360,33 +362,34 @@ def _race_block(
         log_sd_j = _pick(log_sd, pos, j)
         use_q = sampled & rejected
     lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
-    for tile in range(TILES):
-        first = (chunk * TILES + tile) * BLOCK_V
-        cols = first + lane
-        live = sampled[:, None] & (cols < V)
-        l = _clean_logits(tl.load(t_ptr + (req * st_b + j * st_k)[:, None] + cols * st_v, mask=live,
-                                  other=float("-inf")))  # fmt: skip
-        lp = _log_prob(l, m_j[:, None], log_s_j[:, None], inv_t[:, None])
-        log_e = _race_log_noise(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V)
-        score_p = lp - log_e
-        if HAS_DRAFT_LOGITS:
-            d_row = req * sd_b + tl.minimum(j, K - 1) * sd_k
-            dl = _clean_logits(tl.load(d_ptr + d_row[:, None] + cols * sd_v,
-                                       mask=live & use_q[:, None], other=float("-inf")))  # fmt: skip
-            lq = _log_prob(dl, m_dj[:, None], log_sd_j[:, None], inv_t[:, None])
-            gap = tl.where(lp > lq, lq - lp, -1.0)
-            log_r = tl.where(lp > lq, lp + _log1mexp(gap), _NEG_INF)
-            score_r = tl.where(use_q[:, None], log_r - log_e, score_p)
-        else:
-            score_r = tl.where(cols == x_j[:, None], _NEG_INF, score_p)
-        tile_r = tl.max(score_r, axis=1)
-        at_r = tl.min(tl.where(score_r == tile_r[:, None], cols, V), axis=1)
-        idx_r = tl.where(tile_r > best_r, at_r, idx_r)
-        best_r = tl.maximum(best_r, tile_r)
-        tile_p = tl.max(score_p, axis=1)
-        at_p = tl.min(tl.where(score_p == tile_p[:, None], cols, V), axis=1)
-        idx_p = tl.where(tile_p > best_p, at_p, idx_p)
-        best_p = tl.maximum(best_p, tile_p)
+    if tl.max(sampled.to(tl.int32), axis=0) > 0:  # greedy-only blocks skip the race (uniform branch)
+        for tile in range(TILES):
+            first = (chunk * TILES + tile) * BLOCK_V
+            cols = first + lane
+            live = sampled[:, None] & (cols < V)
+            l = _clean_logits(tl.load(t_ptr + (req * st_b + j * st_k)[:, None] + cols * st_v, mask=live,
+                                      other=float("-inf")))  # fmt: skip
+            lp = _log_prob(l, m_j[:, None], log_s_j[:, None], inv_t[:, None])
+            log_e = _race_log_noise(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V)
+            score_p = lp - log_e
+            if HAS_DRAFT_LOGITS:
+                d_row = req * sd_b + tl.minimum(j, K - 1) * sd_k
+                dl = _clean_logits(tl.load(d_ptr + d_row[:, None] + cols * sd_v,
+                                           mask=live & use_q[:, None], other=float("-inf")))  # fmt: skip
+                lq = _log_prob(dl, m_dj[:, None], log_sd_j[:, None], inv_t[:, None])
+                gap = tl.where(lp > lq, lq - lp, -1.0)
+                log_r = tl.where(lp > lq, lp + _log1mexp(gap), _NEG_INF)
+                score_r = tl.where(use_q[:, None], log_r - log_e, score_p)
+            else:
+                score_r = tl.where(cols == x_j[:, None], _NEG_INF, score_p)
+            tile_r = tl.max(score_r, axis=1)
+            at_r = tl.min(tl.where(score_r == tile_r[:, None], cols, V), axis=1)
+            idx_r = tl.where(tile_r > best_r, at_r, idx_r)
+            best_r = tl.maximum(best_r, tile_r)
+            tile_p = tl.max(score_p, axis=1)
+            at_p = tl.min(tl.where(score_p == tile_p[:, None], cols, V), axis=1)
+            idx_p = tl.where(tile_p > best_p, at_p, idx_p)
+            best_p = tl.maximum(best_p, tile_p)
     slot = (req * NC2 + chunk) * 2
     tl.store(best_ptr + slot, best_r, mask=req_ok)
     tl.store(best_ptr + slot + 1, best_p, mask=req_ok)
