@@ -1,0 +1,65 @@
+"""Defects found by the reliability suite that their owners have not fixed yet, each pinned by a
+deterministic test marked xfail(strict=True): it fails today, and will report XPASS (and fail the
+run) once the defect is fixed, so the mark must then be removed. Each docstring says the input,
+what happens and what should happen."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import specsample as ss
+from specsample.reference import gumbel as rg
+from specsample.reference.logits import rejection_sample_logits_reference
+
+
+@pytest.mark.xfail(strict=True, reason="race scores overflow float32, owner: specsample/kernels/gumbel.py")
+def test_fast_sample_race_with_weights_near_float32_max():
+    """probs rows [3e38, 3e38, 0] (unnormalised weights are allowed): the cross-multiplied race
+    comparison p * E' > p' * E overflows to inf > inf, so the earlier token keeps winning and token 0
+    comes out more often than token 1. Should: the same winner as the float64 race p / E for every
+    seed (fast_sample_reference); every row here has a race margin far above float32 error."""
+    batch = 64
+    probs = torch.tensor([[3e38, 3e38, 0.0]]).expand(batch, 3).contiguous()
+    seeds = torch.arange(batch, dtype=torch.int64)
+    offsets = torch.zeros(batch, dtype=torch.int64)
+    _, got = ss.fast_sample(probs, 1, seeds=seeds, offsets=offsets)
+    _, want = rg.fast_sample_reference(probs.double().numpy(), seeds.numpy(), offsets.numpy())
+    assert got[:, 0].tolist() == want[:, 0].tolist()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="softmax scales before subtracting the max, owner: specsample/kernels/gumbel.py"
+)
+@pytest.mark.parametrize("logits, temperature", [([3e38, 1.0, 0.0], 1.0), ([1e30, 0.0, -1e30], 1e-30)])
+def test_softmax_of_logits_whose_scaled_value_overflows(logits, temperature):
+    """renorm_draft_probs (and sample_from_logits' probs_out, same kernel): when l * log2(e) / T
+    overflows float32 (|l| > ~2.3e38 at T = 1, or l = 1e30 at T = 1e-30) the output row is NaN.
+    Should: softmax(l / T) = [1, 0, 0] (scale l - max instead of l and max separately)."""
+    out = ss.renorm_draft_probs(torch.tensor([logits]), torch.tensor([temperature]))
+    probs_out = torch.zeros(1, 3)
+    ss.sample_from_logits(torch.tensor([logits]), temperature, seeds=torch.tensor([1]),
+                          offsets=torch.tensor([0]), probs_out=probs_out)  # fmt: skip
+    assert out.tolist() == [[1.0, 0.0, 0.0]] and probs_out.tolist() == [[1.0, 0.0, 0.0]]
+
+
+@pytest.mark.xfail(strict=True, reason="float64 softmax underflow, owner: specsample/reference/logits.py")
+def test_logits_reference_accepts_a_draft_whose_q_underflows():
+    """rejection_sample_logits_reference, classic, T = 1e-30, target logits [0, 0] (p = [1/2, 1/2]
+    at any T), draft logits [0, -10], x = 1: q(1) = e^(-1e31) / (1 + ...) underflows float64 to 0,
+    so the reference rejects (q(x) = 0 has no mass), while the exact q(1) > 0 makes p(1) / q(1)
+    astronomically large: accept for every u. The kernel (log p - log q) accepts. Should: the
+    reference decides in log space too (or flags the row ambiguous)."""
+    batch = 8
+    lg = torch.tensor([[[0.0, 0.0], [0.0, 0.0]]]).expand(batch, 2, 2).contiguous()
+    dl = torch.tensor([[[0.0, -10.0]]]).expand(batch, 1, 2).contiguous()
+    x = torch.ones(batch, 1, dtype=torch.int64)
+    kw = dict(temperature=torch.full((batch,), 1e-30), seeds=torch.arange(batch), offsets=torch.zeros(batch,
+              dtype=torch.int64))  # fmt: skip
+    res = ss.rejection_sample_logits(lg, x, dl, **kw)
+    assert res.num_accepted.tolist() == [1] * batch  # the kernel: exact
+    ref = rejection_sample_logits_reference(
+        lg.numpy(), x.numpy(), dl.numpy(), **{k: v.numpy() for k, v in kw.items()}
+    )
+    assert np.asarray(ref.num_accepted).tolist() == [1] * batch
