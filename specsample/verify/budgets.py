@@ -5,7 +5,8 @@
            power 1 - 1e-3 against TV >= 0.04 on every GOF law; coupling TV <= 2e-3 at delta = 1e-6.
 `standard` GPU default: alpha = 1e-7, beta = 1e-6, eps = 0.01; coupling on 10^6 rows.
 `full`     H200, millions of rows per case (<= 10 minutes): alpha = 1e-9, beta = 1e-9, eps = 0.005 on GOF
-           (capped by `gof_max_rows`), coupling on 4 10^6 rows (TV <= 3.5e-6 at delta = 1e-6 with 0 mismatches).
+           (capped by `gof_max_rows`),
+           coupling on 4 10^6 rows (TV <= 3.5e-6 at delta = 1e-6 with 0 mismatches).
 """
 
 from __future__ import annotations
@@ -29,14 +30,49 @@ class Budget:
     grid_n2: int
     gumbel_plackett_max_vocab: int
     graph_replays: int
+    reference_elements: int = 1 << 30  # cap on rows * V for certificates that run the numpy reference
+
+    def reference_rows(self, rows: int, vocab: int, floor: int = 4096) -> int:
+        """`rows`, capped so that the float64 reference processes at most `reference_elements` values."""
+        return int(min(rows, max(floor, self.reference_elements // max(vocab, 1))))
 
 
 BUDGETS = {
     "ci": Budget("ci", 1e-6, 1e-3, 0.04, 4_000, 60_000, 16_384, 1e-6, 2e-3, 4_096, 128, 128, 16, 0),
-    "standard": Budget("standard", 1e-7, 1e-6, 0.01, 100_000, 2_000_000, 1_000_000, 1e-6, 5e-5, 262_144,
-                       512, 512, 64, 2_000),  # fmt: skip
-    "full": Budget("full", 1e-9, 1e-9, 0.005, 1_000_000, 16_000_000, 4_000_000, 1e-6, 1e-5, 1_048_576,
-                   1024, 1024, 128, 10_000),  # fmt: skip
+    "standard": Budget(
+        "standard",
+        1e-7,
+        1e-6,
+        0.01,
+        100_000,
+        2_000_000,
+        1_000_000,
+        1e-6,
+        5e-5,
+        262_144,
+        512,
+        512,
+        64,
+        2_000,
+        1 << 29,
+    ),
+    "full": Budget(
+        "full",
+        1e-9,
+        1e-9,
+        0.005,
+        1_000_000,
+        16_000_000,
+        4_000_000,
+        1e-6,
+        1e-5,
+        1_048_576,
+        1024,
+        1024,
+        128,
+        10_000,
+        1 << 31,
+    ),
 }
 
 
@@ -51,12 +87,24 @@ def for_sampler(budget: Budget, sampler) -> Budget:
     """The budget a sampler runs at. Under the Triton interpreter (a torch sampler on the CPU) the
     `ci` budget is scaled to what the interpreter affords (about 5 10^3 rows/s): GOF designed for
     eps = 0.06 instead of 0.04 (same alpha and beta), coupling on 8192 random rows (TV <= 3e-3 at
-    delta = 1e-6), a 64 x 64 grid. The numpy references and mutants keep the full `ci` budget."""
+    delta = 1e-6), a 64 x 64 grid. Numpy samplers (references, reference mutants) always run at `ci`."""
     from dataclasses import replace
 
-    if budget.name != "ci" or getattr(sampler, "inputs", "numpy") == "numpy":
+    if getattr(sampler, "inputs", "numpy") == "numpy":
+        # numpy samplers (references, reference mutants) run on the CPU: the `ci` budget everywhere
+        # (the GPU budgets are for kernels; the references are proven at `ci` in CPU CI)
+        return BUDGETS["ci"]
+    if budget.name != "ci":
         return budget
     if str(getattr(sampler, "device", "cpu")).startswith("cuda"):
         return budget
-    return replace(budget, eps=0.06, coupling_rows=8192, coupling_eps=3e-3, seeded_rows=2048, grid_n1=64,
-                   grid_n2=64, gof_min_rows=2000)  # fmt: skip
+    return replace(
+        budget,
+        eps=0.06,
+        coupling_rows=8192,
+        coupling_eps=3e-3,
+        seeded_rows=2048,
+        grid_n1=64,
+        grid_n2=64,
+        gof_min_rows=2000,
+    )

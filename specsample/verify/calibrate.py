@@ -28,8 +28,11 @@ STAT_LAWS = {
 
 def calibrate(budget, n_runs: int, *, progress=None) -> dict:
     """Run the statistical certificates of the references `n_runs` times with fresh seeds."""
-    samplers = [("chain", reference_sampler()), ("gumbel", reference_gumbel_sampler()),
-                ("logits", L.mutable_logits_sampler(name="reference"))]  # fmt: skip
+    samplers = [
+        ("chain", reference_sampler()),
+        ("gumbel", reference_gumbel_sampler()),
+        ("logits", L.mutable_logits_sampler(name="reference")),
+    ]
     run_failed, n_assert, failures, pvals, failed_names = [], 0, 0, [], []
     for salt in range(1, n_runs + 1):
         recs = []
@@ -68,17 +71,31 @@ def calibrate(budget, n_runs: int, *, progress=None) -> dict:
         "",
         f"- runs with a false failure: {fails} / {n_runs} = {fails / n_runs:.3g}, 95% CP interval "
         f"[{lo:.3g}, {hi:.3g}]; declared per-run rate <= {declared_run:.3g} (union bound)",
-        f"- failed assertions: {failures} / {n_assert}, 95% CP [{alo:.3g}, {ahi:.3g}]; declared alpha = {budget.alpha:g}",
+        f"- failed assertions: {failures} / {n_assert}, 95% CP [{alo:.3g}, {ahi:.3g}]; declared "
+        f"alpha = {budget.alpha:g}",
     ]
     for lvl, (k, m, llo, lhi) in levels.items():
-        lines.append(f"- p-values <= {lvl:g}: {k} / {m} = {k / max(m, 1):.4f}, 95% CP [{llo:.4f}, {lhi:.4f}] (nominal {lvl:g})")
+        lines.append(
+            f"- p-values <= {lvl:g}: {k} / {m} = {k / max(m, 1):.4f}, 95% CP [{llo:.4f}, "
+            f"{lhi:.4f}] (nominal {lvl:g})"
+        )
     lines.append(f"- {unif}")
     if failed_names:
         lines += ["", "False failures:"] + [f"  - {f}" for f in failed_names[:20]]
-    data = {"runs": n_runs, "failed_runs": fails, "run_ci95": [lo, hi], "declared_run_rate": declared_run,
-            "assertions": n_assert, "failed_assertions": failures, "assertion_ci95": [alo, ahi],
-            "alpha": budget.alpha, "pvalue_levels": {str(k): v for k, v in levels.items()}, "uniform_ok": unif_ok,
-            "pvalues": p.tolist(), "false_failures": failed_names}  # fmt: skip
+    data = {
+        "runs": n_runs,
+        "failed_runs": fails,
+        "run_ci95": [lo, hi],
+        "declared_run_rate": declared_run,
+        "assertions": n_assert,
+        "failed_assertions": failures,
+        "assertion_ci95": [alo, ahi],
+        "alpha": budget.alpha,
+        "pvalue_levels": {str(k): v for k, v in levels.items()},
+        "uniform_ok": unif_ok,
+        "pvalues": p.tolist(),
+        "false_failures": failed_names,
+    }
     consistent = lo <= declared_run and alo <= budget.alpha
     return {"text": "\n".join(lines), "data": data, "consistent": consistent, "pvalues": p}
 

@@ -104,7 +104,11 @@ def _draw_drafts(rng, q_or_p: np.ndarray) -> np.ndarray:
 
 
 def dirichlet_case(vocab: int, k: int, alpha: float, one_hot: bool = False, dtype="float32") -> ChainCase:
-    name = f"dirichlet{alpha:g}_V{vocab}_K{k}" + ("_onehot" if one_hot else "") + ("" if dtype == "float32" else f"_{dtype}")
+    name = (
+        f"dirichlet{alpha:g}_V{vocab}_K{k}"
+        + ("_onehot" if one_hot else "")
+        + ("" if dtype == "float32" else f"_{dtype}")
+    )
     rng = case_rng(name)
     p = rng.dirichlet(np.full(vocab, alpha), size=k + 1)
     q = None if one_hot else rng.dirichlet(np.full(vocab, alpha), size=k)
@@ -128,7 +132,14 @@ def sparse_case(vocab: int, k: int, last_tile_only: bool = False) -> ChainCase:
     p = rng.random((k + 1, vocab)) * mask
     q = rng.random((k, vocab)) * qmask
     drafts = _draw_drafts(rng, q)
-    return _make(name, "sparse", p, q, drafts, note="random zero masks" if not last_tile_only else "mass only in the last tile")
+    return _make(
+        name,
+        "sparse",
+        p,
+        q,
+        drafts,
+        note="random zero masks" if not last_tile_only else "mass only in the last tile",
+    )
 
 
 def two_point_case(vocab: int, k: int) -> ChainCase:
@@ -157,7 +168,9 @@ def one_hot_target_case(vocab: int, k: int) -> ChainCase:
     p[np.arange(k + 1), tgt] = 1.0
     drafts = tgt[:k].copy()
     drafts[-1] = (tgt[k - 1] + 1) % vocab  # the last draft misses: p = delta, residual = 0 -> fallback
-    return _make(name, "one_hot", p, None, drafts, note="p one-hot; last draft off-target (residual p minus x)")
+    return _make(
+        name, "one_hot", p, None, drafts, note="p one-hot; last draft off-target (residual p minus x)"
+    )
 
 
 def extreme_range_case(vocab: int, k: int) -> ChainCase:
@@ -167,7 +180,9 @@ def extreme_range_case(vocab: int, k: int) -> ChainCase:
     q = 10.0 ** (-rng.uniform(0, 30, size=(k, vocab)))
     p[:, 0] = 1.0
     drafts = _draw_drafts(rng, q)
-    return _make(name, "extreme_range", p, q, drafts, note="probabilities spanning 1e-30..1 (float32 denormals)")
+    return _make(
+        name, "extreme_range", p, q, drafts, note="probabilities spanning 1e-30..1 (float32 denormals)"
+    )
 
 
 def p_equals_q_case(vocab: int, k: int) -> ChainCase:
@@ -179,7 +194,9 @@ def p_equals_q_case(vocab: int, k: int) -> ChainCase:
     q = p[:k].copy()
     drafts = _draw_drafts(rng, q)
     drafts[0] = 0
-    return _make(name, "p_equals_q", p, q, drafts, note="q == p; draft 0 has p = q = 0: norm_sum == 0 -> fallback")
+    return _make(
+        name, "p_equals_q", p, q, drafts, note="q == p; draft 0 has p = q = 0: norm_sum == 0 -> fallback"
+    )
 
 
 def disjoint_case(vocab: int, k: int) -> ChainCase:
@@ -212,7 +229,9 @@ def scaled_draft_case(vocab: int, k: int) -> ChainCase:
     p = round_to_dtype(rng.dirichlet(np.ones(vocab), size=k + 1), "float32")
     q = round_to_dtype(1.5 * p[:k], "float32")
     drafts = _draw_drafts(rng, q)
-    return ChainCase(name, "scaled_draft", p, q, drafts, k, "float32", "q = 1.5 p (unnormalised): fallback path")
+    return ChainCase(
+        name, "scaled_draft", p, q, drafts, k, "float32", "q = 1.5 p (unnormalised): fallback path"
+    )
 
 
 def ragged_case(vocab: int, k: int, n: int) -> ChainCase:

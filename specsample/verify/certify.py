@@ -36,6 +36,7 @@ from specsample.verify.protocol import ChainOutput, ChainSampler
 U_STEP = 2.0**-24
 U_MAX = 1.0 - U_STEP
 
+JOINT_MAX_SUPPORT = 64  # above this V, the joint law's drafts come from q restricted to its top 64 ids
 CHAIN_LAWS = ("grid", "coupling", "coupling_seeded", "conditional", "accepted_length", "joint")
 CHAIN_GLOBAL_LAWS = ("edge", "determinism", "batch_invariance", "cuda_graph")
 
@@ -74,6 +75,10 @@ class CertRecord:
         return d
 
 
+def _fmt(pvalue) -> str:
+    return "n/a (one cell)" if pvalue is None else f"{pvalue:.3g}"
+
+
 def law_seed(case: str, law: str, salt: int = 0) -> int:
     """Seed of one certificate: a stable hash of (case, law, salt); salt varies only in calibration."""
     h = hashlib.sha256(f"{case}|{law}|{salt}".encode()).digest()
@@ -106,7 +111,9 @@ def _structure_violations(out: ChainOutput, ids: np.ndarray, n: np.ndarray, voca
     b, k1 = out.tokens.shape
     a = out.num_accepted
     if a.shape != (b,) or out.fallback.shape != (b,) or out.valid.shape != (b,):
-        return f"output shapes: num_accepted {a.shape}, fallback {out.fallback.shape}, valid {out.valid.shape}"
+        return (
+            f"output shapes: num_accepted {a.shape}, fallback {out.fallback.shape}, valid {out.valid.shape}"
+        )
     if np.any(a < 0) or np.any(a > n):
         bad = np.flatnonzero((a < 0) | (a > n))[0]
         return f"row {bad}: num_accepted {a[bad]} outside [0, {n[bad]}]"
@@ -163,7 +170,9 @@ def certify_grid(sampler: ChainSampler, case: ChainCase, budget: Budget, salt: i
         out = sampler(p, ids, q, num_draft_tokens=None, uniforms=u, dtype=case.dtype)
         viol = _structure_violations(out, ids, np.ones(rows, np.int64), case.vocab)
         if viol:
-            return CertRecord(sampler.name, case.name, "grid", "fail", f"position {j}: structure: {viol}", rows)
+            return CertRecord(
+                sampler.name, case.name, "grid", "fail", f"position {j}: structure: {viol}", rows
+            )
         law = chain_joint_law(ps, qs, xs)
         freq = counts_from_outputs(out.tokens, out.num_accepted, case.vocab, 1) / rows
         cond = law / np.maximum(law.sum(axis=1, keepdims=True), 1e-300)
@@ -173,7 +182,8 @@ def certify_grid(sampler: ChainSampler, case: ChainCase, budget: Budget, salt: i
         if np.any(excess > 0):
             a, y = np.unravel_index(np.argmax(excess), excess.shape)
             detail.append(
-                f"position {j}: cell (a={a}, y={'-1' if y == case.vocab else y}) freq {freq[a, y]:.5f} vs law "
+                f"position {j}: cell (a={a}, y={'-1' if y == case.vocab else y}) freq "
+                f"{freq[a, y]:.5f} vs law "
                 f"{law[a, y]:.5f}, bound {bound[a, y]:.5f}"
             )
     status = "fail" if detail else "pass"
@@ -181,7 +191,9 @@ def certify_grid(sampler: ChainSampler, case: ChainCase, budget: Budget, salt: i
         f"stratified {n1}x{n2} grid per position: every (a, y) frequency within the proven bound "
         f"(max error/bound = {worst:.3f})"
     )
-    return CertRecord(sampler.name, case.name, "grid", status, stmt, rows * len(positions), detail="; ".join(detail))
+    return CertRecord(
+        sampler.name, case.name, "grid", status, stmt, rows * len(positions), detail="; ".join(detail)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -230,7 +242,8 @@ def _compare(out: ChainOutput, ref) -> np.ndarray:
 def _mismatch_detail(out, ref, mism, u=None) -> str:
     b = int(np.flatnonzero(mism)[0])
     s = (
-        f"e.g. row {b}: sampler tokens {out.tokens[b].tolist()} a={out.num_accepted[b]} fallback={bool(out.fallback[b])}"
+        f"e.g. row {b}: sampler tokens {out.tokens[b].tolist()} a={out.num_accepted[b]} "
+        f"fallback={bool(out.fallback[b])}"
         f" valid={bool(out.valid[b])} vs reference {ref.tokens[b].tolist()} a={ref.num_accepted[b]} "
         f"fallback={bool(ref.fallback[b])} valid={bool(ref.valid[b])}"
     )
@@ -246,7 +259,7 @@ def certify_coupling(sampler: ChainSampler, case: ChainCase, budget: Budget, sal
     rows the reference flags as within float tolerance of a decision boundary (nor in random rows)."""
     seed = law_seed(case.name, "coupling", salt)
     rng = np.random.default_rng(seed)
-    n_random = budget.coupling_rows
+    n_random = budget.reference_rows(budget.coupling_rows, case.vocab)
     u = np.concatenate([_random_uniforms(rng, (n_random, case.k + 1)), adversarial_uniforms(case, rng)])
     rows = u.shape[0]
     p, q, ids, n = _rows(case, rows)
@@ -257,15 +270,30 @@ def certify_coupling(sampler: ChainSampler, case: ChainCase, budget: Budget, sal
     m = int(mism[:n_random].sum())
     m_adv = int(mism[n_random:].sum())
     ucb = sb.tv_ucb_from_coupling(m, n_random, budget.coupling_delta)
-    status = "pass" if (not hard.any() and ucb <= budget.coupling_eps) else "fail"
+    # pass: no mismatch outside float tolerance and the bound within eps, where eps is the budget's,
+    # or twice the zero-mismatch bound when the reference's cost capped the rows (large V)
+    eps = max(budget.coupling_eps, 2.0 * sb.tv_ucb_from_coupling(0, n_random, budget.coupling_delta))
+    status = "pass" if (not hard.any() and ucb <= eps) else "fail"
     stmt = (
-        f"TV(sampler, float64 reference) <= {ucb:.3g} at confidence 1-{budget.coupling_delta:g} from {n_random} "
-        f"random rows ({m} mismatches); {rows - n_random} adversarial rows ({m_adv} mismatches); "
-        f"{int(hard.sum())} mismatches outside float tolerance"
+        f"TV(sampler, float64 reference) <= {ucb:.3g} (required <= {eps:.3g}) at confidence "
+        f"1-{budget.coupling_delta:g} "
+        f"from {n_random} random rows ({m} mismatches), V={case.vocab}; {rows - n_random} adversarial rows "
+        f"({m_adv} mismatches); {int(hard.sum())} mismatches outside float tolerance"
     )
     detail = _mismatch_detail(out, ref, hard if hard.any() else mism, u) if mism.any() else ""
-    return CertRecord(sampler.name, case.name, "coupling", status, stmt, rows, delta=budget.coupling_delta,
-                      eps=budget.coupling_eps, tv_bound=ucb, seed=seed, detail=detail)  # fmt: skip
+    return CertRecord(
+        sampler.name,
+        case.name,
+        "coupling",
+        status,
+        stmt,
+        rows,
+        delta=budget.coupling_delta,
+        eps=eps,
+        tv_bound=ucb,
+        seed=seed,
+        detail=detail,
+    )
 
 
 def seeded_offsets(rng, rows: int) -> np.ndarray:
@@ -280,14 +308,18 @@ def seeded_offsets(rng, rows: int) -> np.ndarray:
     return np.concatenate(parts)[:rows].astype(np.int64)
 
 
-def certify_coupling_seeded(sampler: ChainSampler, case: ChainCase, budget: Budget, salt: int = 0) -> CertRecord:
+def certify_coupling_seeded(
+    sampler: ChainSampler, case: ChainCase, budget: Budget, salt: int = 0
+) -> CertRecord:
     """Seeded path token for token: sampler(seeds, offsets) == reference(uniforms = numpy Philox of
     (seeds, offsets)), offsets across 2^31, 2^32 and 2^40."""
     if not sampler.supports_seeds:
-        return CertRecord(sampler.name, case.name, "coupling_seeded", "skip", "sampler takes no seeds/offsets")
+        return CertRecord(
+            sampler.name, case.name, "coupling_seeded", "skip", "sampler takes no seeds/offsets"
+        )
     seed = law_seed(case.name, "coupling_seeded", salt)
     rng = np.random.default_rng(seed)
-    rows = budget.seeded_rows
+    rows = budget.reference_rows(budget.seeded_rows, case.vocab, floor=2048)
     seeds = rng.integers(0, 1 << 62, rows, dtype=np.int64)
     offsets = seeded_offsets(rng, rows)
     p, q, ids, n = _rows(case, rows)
@@ -306,9 +338,21 @@ def certify_coupling_seeded(sampler: ChainSampler, case: ChainCase, budget: Budg
     detail = ""
     if m:
         b = int(np.flatnonzero(hard if hard.any() else mism)[0])
-        detail = _mismatch_detail(out, ref, hard if hard.any() else mism) + f" seed={seeds[b]} offset={offsets[b]}"
-    return CertRecord(sampler.name, case.name, "coupling_seeded", status, stmt, rows, delta=budget.coupling_delta,
-                      tv_bound=ucb, seed=seed, detail=detail)  # fmt: skip
+        detail = (
+            _mismatch_detail(out, ref, hard if hard.any() else mism) + f" seed={seeds[b]} offset={offsets[b]}"
+        )
+    return CertRecord(
+        sampler.name,
+        case.name,
+        "coupling_seeded",
+        status,
+        stmt,
+        rows,
+        delta=budget.coupling_delta,
+        tv_bound=ucb,
+        seed=seed,
+        detail=detail,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -318,7 +362,9 @@ def certify_coupling_seeded(sampler: ChainSampler, case: ChainCase, budget: Budg
 
 def gof_rows(law: np.ndarray, budget: Budget) -> int:
     """Rows for a GOF run: specsample.stats' design n for (law, eps, alpha, beta), within the budget."""
-    return sb.design_rows(law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows)
+    return sb.design_rows(
+        law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
+    )
 
 
 def _production_call(sampler, case, p, ids, q, n, seeds, offsets):
@@ -340,7 +386,9 @@ def run_fixed_drafts(sampler, case, budget, salt=0):
     p, q, ids, n = _rows(case, rows)
     out, note = _production_call(sampler, case, p, ids, q, n, seeds, offsets)
     viol = _structure_violations(out, ids, n, case.vocab)
-    counts = None if viol else counts_from_outputs(out.tokens, out.num_accepted, case.vocab, case.num_draft_tokens)
+    counts = (
+        None if viol else counts_from_outputs(out.tokens, out.num_accepted, case.vocab, case.num_draft_tokens)
+    )
     return counts, law, rows, seed, note, viol
 
 
@@ -348,7 +396,9 @@ def certify_conditional(sampler, case, budget, salt=0, run=None) -> CertRecord:
     """Per-position law of the emitted token given a = j (drafts fixed), designed GOF per position."""
     counts, law, rows, seed, note, viol = run or run_fixed_drafts(sampler, case, budget, salt)
     if viol:
-        return CertRecord(sampler.name, case.name, "conditional", "fail", f"structure: {viol}", rows, seed=seed)
+        return CertRecord(
+            sampler.name, case.name, "conditional", "fail", f"structure: {viol}", rows, seed=seed
+        )
     fails, pvals, parts = [], [], []
     for j in range(law.shape[0]):
         nj = int(counts[j].sum())
@@ -360,33 +410,92 @@ def certify_conditional(sampler, case, budget, salt=0, run=None) -> CertRecord:
         if nj < 50:
             parts.append(f"a={j}: n={nj} (too few to test)")
             continue
-        g = sb.designed_gof(counts[j], law[j] / pj, eps=budget.eps, alpha=budget.alpha, beta=budget.beta,
-                            seed=seed, label=f"{case.name} a={j}")
-        pvals.append(g.pvalue)
-        parts.append(f"a={j}: n={nj}, p={g.pvalue:.3g}, detects TV>={g.detectable_eps:.3g}")
+        g = sb.designed_gof(
+            counts[j],
+            law[j] / pj,
+            eps=budget.eps,
+            alpha=budget.alpha,
+            beta=budget.beta,
+            seed=seed,
+            label=f"{case.name} a={j}",
+        )
+        if g.pvalue is not None:
+            pvals.append(g.pvalue)
+        parts.append(f"a={j}: n={nj}, p={_fmt(g.pvalue)}, detects TV>={g.detectable_eps:.3g}")
         if not g.passed:
             fails.append(f"a={j}: {g.message}")
+    # TV certificate of the most visited position: TV(emitted | a = j, target) <= bound at 1 - delta
+    j_top = int(np.argmax(counts.sum(axis=1)))
+    tv = None
+    if law[j_top].sum() > 0:
+        tv = float(
+            sb.st.tv_ucb_from_counts(
+                counts[j_top], law[j_top] / law[j_top].sum(), budget.coupling_delta
+            ).tv_bound
+        )
+        parts.append(f"TV(token | a={j_top}) <= {tv:.3g} at 1-{budget.coupling_delta:g}")
     status = "fail" if fails else "pass"
-    stmt = f"conditional law of the emitted token per position (drafts fixed), alpha={budget.alpha:g} each{note}: " + "; ".join(parts)
-    return CertRecord(sampler.name, case.name, "conditional", status, stmt, rows, alpha=budget.alpha,
-                      beta=budget.beta, eps=budget.eps, pvalue=min(pvals) if pvals else None, pvalues=pvals,
-                      seed=seed, detail="; ".join(fails))  # fmt: skip
+    stmt = (
+        f"conditional law of the emitted token per position (drafts fixed), "
+        f"alpha={budget.alpha:g} each{note}: " + "; ".join(parts)
+    )
+    return CertRecord(
+        sampler.name,
+        case.name,
+        "conditional",
+        status,
+        stmt,
+        rows,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        eps=budget.eps,
+        pvalue=min(pvals) if pvals else None,
+        pvalues=pvals,
+        seed=seed,
+        tv_bound=tv,
+        delta=budget.coupling_delta,
+        detail="; ".join(fails),
+    )
 
 
 def certify_accepted_length(sampler, case, budget, salt=0, run=None) -> CertRecord:
     """P(a = j) against the exact law (drafts fixed), designed GOF over n+1 cells."""
     counts, law, rows, seed, note, viol = run or run_fixed_drafts(sampler, case, budget, salt)
     if viol:
-        return CertRecord(sampler.name, case.name, "accepted_length", "fail", f"structure: {viol}", rows, seed=seed)
+        return CertRecord(
+            sampler.name, case.name, "accepted_length", "fail", f"structure: {viol}", rows, seed=seed
+        )
     obs = counts.sum(axis=1)
     exp = accepted_length_law(law)
-    g = sb.designed_gof(obs, exp, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, seed=seed,
-                        label=f"{case.name} accepted length")
-    stmt = f"accepted-length law P(a=j) (drafts fixed), n={rows}, p={g.pvalue:.3g}, detects TV>={g.detectable_eps:.3g}{note}"
-    return CertRecord(sampler.name, case.name, "accepted_length", "pass" if g.passed else "fail", stmt, rows,
-                      alpha=budget.alpha, beta=budget.beta, eps=budget.eps, pvalue=g.pvalue, pvalues=[g.pvalue],
-                      seed=seed, detail="" if g.passed else g.message,
-                      plot={"expected": exp.tolist(), "observed": (obs / max(rows, 1)).tolist()})  # fmt: skip
+    g = sb.designed_gof(
+        obs,
+        exp,
+        eps=budget.eps,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        seed=seed,
+        label=f"{case.name} accepted length",
+    )
+    stmt = (
+        f"accepted-length law P(a=j) (drafts fixed), n={rows}, p={_fmt(g.pvalue)}, "
+        f"detects TV>={g.detectable_eps:.3g}{note}"
+    )
+    return CertRecord(
+        sampler.name,
+        case.name,
+        "accepted_length",
+        "pass" if g.passed else "fail",
+        stmt,
+        rows,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        eps=budget.eps,
+        pvalue=g.pvalue,
+        pvalues=[g.pvalue] if g.pvalue is not None else [],
+        seed=seed,
+        detail="" if g.passed else g.message,
+        plot={"expected": exp.tolist(), "observed": (obs / max(rows, 1)).tolist()},
+    )
 
 
 def certify_joint(sampler, case, budget, salt=0) -> CertRecord:
@@ -394,13 +503,28 @@ def certify_joint(sampler, case, budget, salt=0) -> CertRecord:
     joint law of (a, emitted token), designed GOF. Catches a uniform shared by the accept test and the
     residual draw, and seeds that are ignored."""
     dist = case.draft_distribution()
+    if case.vocab > JOINT_MAX_SUPPORT:  # exact law enumerates draft ids: draw drafts from q's top ids
+        top = np.argsort(-dist, axis=1)[:, :JOINT_MAX_SUPPORT]
+        keep = np.zeros_like(dist, dtype=bool)
+        np.put_along_axis(keep, top, True, axis=1)
+        dist = np.where(keep, dist, 0.0)
+        dist /= dist.sum(axis=1, keepdims=True)
     law = chain_joint_law(case.p, case.q, dist, case.num_draft_tokens)
     rows = gof_rows(law, budget)
     seed = law_seed(case.name, "joint", salt)
     rng = np.random.default_rng(seed)
     cdf = np.cumsum(dist, axis=1)
-    ids = np.stack([np.minimum(np.searchsorted(cdf[i], rng.random(rows), side="right"), case.vocab - 1)
-                    for i in range(case.k)], axis=1) if case.k else np.zeros((rows, 0), np.int64)  # fmt: skip
+    ids = (
+        np.stack(
+            [
+                np.minimum(np.searchsorted(cdf[i], rng.random(rows), side="right"), case.vocab - 1)
+                for i in range(case.k)
+            ],
+            axis=1,
+        )
+        if case.k
+        else np.zeros((rows, 0), np.int64)
+    )
     seeds = (seed + np.arange(rows, dtype=np.int64) * 7919) & ((1 << 62) - 1)
     offsets = np.full(rows, (1 << 33) + 5, np.int64)
     p, q, _, n = _rows(case, rows)
@@ -409,17 +533,40 @@ def certify_joint(sampler, case, budget, salt=0) -> CertRecord:
     if viol:
         return CertRecord(sampler.name, case.name, "joint", "fail", f"structure: {viol}", rows, seed=seed)
     counts = counts_from_outputs(out.tokens, out.num_accepted, case.vocab, case.num_draft_tokens)
-    g = sb.designed_gof(counts.ravel(), law.ravel(), eps=budget.eps, alpha=budget.alpha, beta=budget.beta,
-                        seed=seed, label=f"{case.name} joint")
+    g = sb.designed_gof(
+        counts.ravel(),
+        law.ravel(),
+        eps=budget.eps,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        seed=seed,
+        label=f"{case.name} joint",
+    )
     stmt = (
         f"joint law of (a, token) with drafts drawn from q, n={rows}, {int((law > 0).sum())} cells, "
-        f"p={g.pvalue:.3g}, detects TV>={g.detectable_eps:.3g} w.p. 1-{budget.beta:g} at alpha={budget.alpha:g}{note}"
+        f"p={_fmt(g.pvalue)}, detects TV>={g.detectable_eps:.3g} w.p. 1-{budget.beta:g} at "
+        f"alpha={budget.alpha:g}{note}"
     )
-    return CertRecord(sampler.name, case.name, "joint", "pass" if g.passed else "fail", stmt, rows,
-                      alpha=budget.alpha, beta=budget.beta, eps=budget.eps, pvalue=g.pvalue, pvalues=[g.pvalue],
-                      seed=seed, detail="" if g.passed else g.message,
-                      plot={"expected": law.ravel().tolist(), "observed": (counts.ravel() / rows).tolist(),
-                            "shape": list(law.shape)})  # fmt: skip
+    return CertRecord(
+        sampler.name,
+        case.name,
+        "joint",
+        "pass" if g.passed else "fail",
+        stmt,
+        rows,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        eps=budget.eps,
+        pvalue=g.pvalue,
+        pvalues=[g.pvalue] if g.pvalue is not None else [],
+        seed=seed,
+        detail="" if g.passed else g.message,
+        plot={
+            "expected": law.ravel().tolist(),
+            "observed": (counts.ravel() / rows).tolist(),
+            "shape": list(law.shape),
+        },
+    )
 
 
 def timed(fn, *args, **kw) -> CertRecord:
@@ -429,8 +576,12 @@ def timed(fn, *args, **kw) -> CertRecord:
         rec = fn(*args, **kw)
     except Exception as exc:  # noqa: BLE001 - any crash of the sampler is a finding
         sampler, case = args[0], args[1]
-        rec = CertRecord(getattr(sampler, "name", str(sampler)), getattr(case, "name", str(case)),
-                         getattr(fn, "law", fn.__name__.replace("certify_", "")), "error",
-                         f"raised {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}")  # fmt: skip
+        rec = CertRecord(
+            getattr(sampler, "name", str(sampler)),
+            getattr(case, "name", str(case)),
+            getattr(fn, "law", fn.__name__.replace("certify_", "")),
+            "error",
+            f"raised {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}",
+        )
     rec.seconds = time.perf_counter() - t0
     return rec

@@ -32,18 +32,35 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="certify samplers and write a report")
     v.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    v.add_argument("--budget", choices=("ci", "standard", "full"), default=None,
-                   help="default: standard on a GPU, ci on CPU")  # fmt: skip
-    v.add_argument("--only", nargs="+", default=None,
-                   help="run only certificates whose sampler/case/law contains one of these tokens")  # fmt: skip
+    v.add_argument(
+        "--budget",
+        choices=("ci", "standard", "full"),
+        default=None,
+        help="default: standard on a GPU, ci on CPU",
+    )
+    v.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        help="run only certificates whose sampler/case/law contains one of these tokens",
+    )
     v.add_argument("--mutants", action="store_true", help="run the mutant catalogue and write mutants.json")
     v.add_argument("--target", default=None, help="MODULE:FUNCTION (or path.py:FUNCTION) with our signature")
-    v.add_argument("--adapter", nargs="+", default=None,
-                   choices=("specsample", "reference", "sglang", "vllm", "flashinfer"),
-                   help="samplers to certify (default: reference and specsample)")  # fmt: skip
+    v.add_argument(
+        "--adapter",
+        nargs="+",
+        default=None,
+        choices=("specsample", "reference", "sglang", "vllm", "flashinfer"),
+        help="samplers to certify (default: reference and specsample)",
+    )
     v.add_argument("--report", default=None, help="write report.md, certificates.json and plots here")
-    v.add_argument("--calibrate", type=int, default=0, metavar="N",
-                   help="vary the seed N times over the statistical certificates of the references")  # fmt: skip
+    v.add_argument(
+        "--calibrate",
+        type=int,
+        default=0,
+        metavar="N",
+        help="vary the seed N times over the statistical certificates of the references",
+    )
     v.add_argument("--no-progress", action="store_true")
     return ap
 
@@ -97,8 +114,9 @@ def main(argv=None) -> int:
     progress = _Progress(not args.no_progress, f"verify [{budget_name}, {device}]")
     t0 = time.perf_counter()
     try:
-        run = runner.verify(budget, adapters=adapters, target=args.target, device=device, only=args.only,
-                            progress=progress)  # fmt: skip
+        run = runner.verify(
+            budget, adapters=adapters, target=args.target, device=device, only=args.only, progress=progress
+        )
     except SamplerUnavailable as exc:
         progress.close()
         print(f"specsample verify: {exc}", file=sys.stderr)
@@ -119,8 +137,11 @@ def main(argv=None) -> int:
         def tell(name, killed):
             print(f"  mutant {name}: {'killed' if killed else 'SURVIVED'}", file=sys.stderr)
 
-        mutants, baseline = mut.run_mutants(get_budget("ci") if budget_name == "ci" else budget,
-                                            only=args.only, progress=None if args.no_progress else tell)  # fmt: skip
+        mutants, baseline = mut.run_mutants(
+            get_budget("ci") if budget_name == "ci" else budget,
+            only=args.only,
+            progress=None if args.no_progress else tell,
+        )
         if any(not m.killed for m in mutants) or any(not r.passed for r in baseline):
             status = 1
     if args.calibrate:
@@ -145,15 +166,22 @@ def main(argv=None) -> int:
     if mutants is not None:
         print(f"mutants: {sum(m.killed for m in mutants)} / {len(mutants)} killed")
         for m in mutants:
-            print(f"  {m.name:<28} {'killed by ' + ', '.join(m.killed_by) if m.killed else 'SURVIVED ' + m.error}")
+            print(
+                f"  {m.name:<28} "
+                f"{'killed by ' + ', '.join(m.killed_by) if m.killed else 'SURVIVED ' + m.error}"
+            )
     if calibration is not None:
         print(calibration["text"])
     if args.report:
-        path = rep.write_report(args.report, run, mutants=mutants, baseline=baseline, calibration=calibration,
-                                command=command)  # fmt: skip
+        path = rep.write_report(
+            args.report, run, mutants=mutants, baseline=baseline, calibration=calibration, command=command
+        )
         print(f"report: {path}")
     verdict = "PASS" if status == 0 else "FAIL"
-    print(f"specsample verify: {verdict} ({len(run.records)} certificates, budget {budget_name}, {run.seconds:.0f} s)")
+    print(
+        f"specsample verify: {verdict} ({len(run.records)} certificates, budget {budget_name}, "
+        f"{run.seconds:.0f} s)"
+    )
     return status
 
 

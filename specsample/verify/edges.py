@@ -21,7 +21,7 @@ import numpy as np
 from specsample.reference.chain import chain_rejection_reference
 from specsample.verify.budgets import Budget
 from specsample.verify.cases import case_rng, round_to_dtype
-from specsample.verify.certify import U_MAX, U_STEP, CertRecord, _structure_violations, law_seed
+from specsample.verify.certify import U_MAX, U_STEP, CertRecord, _fmt, _structure_violations, law_seed
 from specsample.verify.protocol import ChainSampler
 
 
@@ -44,19 +44,34 @@ def _check_norm_sum_zero(sampler, rng) -> list[str]:
     q = p[:1].copy()
     rows = 16
     u = np.column_stack([rng.random(rows), rng.random(rows)])
-    out = _call(sampler, np.broadcast_to(p, (rows, 2, vocab)), np.zeros((rows, 1)), np.broadcast_to(q, (rows, 1, vocab)), u)
+    out = _call(
+        sampler,
+        np.broadcast_to(p, (rows, 2, vocab)),
+        np.zeros((rows, 1)),
+        np.broadcast_to(q, (rows, 1, vocab)),
+        u,
+    )
     y = out.tokens[:, 0]
     if np.any(out.num_accepted != 0):
         errs.append("norm_sum_zero: p == q with p(x) = q(x) = 0: the draft was accepted")
     if not np.all(out.fallback):
         errs.append("norm_sum_zero: p == q, rejected draft: fallback flag not set")
     if not np.all((y >= 0) & (y < vocab)) or np.any(p[0, np.clip(y, 0, vocab - 1)] <= 0):
-        errs.append(f"norm_sum_zero: emitted tokens {sorted(set(y.tolist()))[:6]} include one with p = 0 or out of range")
+        errs.append(
+            f"norm_sum_zero: emitted tokens {sorted(set(y.tolist()))[:6]} include one with p = 0 "
+            "or out of range"
+        )
     # q = 1.5 p: rejection whenever u >= 2/3, residual max(0, p - 1.5 p) == 0
     q2 = round_to_dtype(1.5 * p[:1], "float32")
     x = int(np.argmax(p[0]))
     u2 = np.column_stack([np.linspace(0.7, U_MAX, rows), rng.random(rows)])
-    out = _call(sampler, np.broadcast_to(p, (rows, 2, vocab)), np.full((rows, 1), x), np.broadcast_to(q2, (rows, 1, vocab)), u2)
+    out = _call(
+        sampler,
+        np.broadcast_to(p, (rows, 2, vocab)),
+        np.full((rows, 1), x),
+        np.broadcast_to(q2, (rows, 1, vocab)),
+        u2,
+    )
     y = out.tokens[:, 0]
     if np.any(out.num_accepted != 0) or not np.all(out.fallback):
         errs.append("norm_sum_zero: q = 1.5 p, u >= 0.7: expected rejection with fallback")
@@ -75,7 +90,10 @@ def _check_zero_prob_draft(sampler, rng) -> list[str]:
     for label, qq in (("classic", np.broadcast_to(q, (2, 1, vocab))), ("one-hot", None)):
         out = _call(sampler, np.broadcast_to(p, (2, 2, vocab)), np.full((2, 1), 3), qq, u)
         if np.any(out.num_accepted != 0):
-            errs.append(f"zero_prob_draft ({label}): draft with p(x) = 0 accepted at u = {u[out.num_accepted != 0, 0].tolist()}")
+            errs.append(
+                f"zero_prob_draft ({label}): draft with p(x) = 0 accepted at u = "
+                f"{u[out.num_accepted != 0, 0].tolist()}"
+            )
     return errs
 
 
@@ -94,14 +112,19 @@ def _check_invalid_ids(sampler, rng) -> list[str]:
             errs.append(f"invalid_ids ({label}): raised {type(exc).__name__}: {exc}")
             continue
         if np.any(out.num_accepted != 0):
-            errs.append(f"invalid_ids ({label}): out-of-range draft accepted (ids {ids[out.num_accepted != 0, 0].tolist()})")
+            errs.append(
+                f"invalid_ids ({label}): out-of-range draft accepted (ids "
+                f"{ids[out.num_accepted != 0, 0].tolist()})"
+            )
         viol = _structure_violations(out, ids, np.full(rows, 2), vocab)
         if viol:
             errs.append(f"invalid_ids ({label}): {viol}")
     for bad in (0.0, -np.inf, np.nan, np.inf):
         qb = _dirichlet(rng, (2, vocab))
         qb[0, 4] = bad
-        out = _call(sampler, np.broadcast_to(p, (1, 3, vocab)), np.array([[4, 2]]), qb[None], np.zeros((1, 3)))
+        out = _call(
+            sampler, np.broadcast_to(p, (1, 3, vocab)), np.array([[4, 2]]), qb[None], np.zeros((1, 3))
+        )
         if out.num_accepted[0] != 0:
             errs.append(f"invalid_ids: draft with q(x) = {bad} accepted")
     return errs
@@ -115,7 +138,10 @@ def _check_nan_rows(sampler, rng) -> list[str]:
     q = _dirichlet(rng, (1, vocab))
     out = _call(sampler, p[None], np.array([[2]]), q[None], np.array([[0.3, 0.6]]))
     if out.tokens[0, 0] != -1 or out.valid[0]:
-        errs.append(f"nan_rows: all-NaN emitting row gave token {out.tokens[0, 0]} valid={bool(out.valid[0])} (want -1, False)")
+        errs.append(
+            f"nan_rows: all-NaN emitting row gave token {out.tokens[0, 0]} "
+            f"valid={bool(out.valid[0])} (want -1, False)"
+        )
     p2 = _dirichlet(rng, (2, vocab))
     p2[0, [0, 4]] = np.nan
     p2[0, 6] = np.inf
@@ -124,12 +150,19 @@ def _check_nan_rows(sampler, rng) -> list[str]:
     p2[0, 2] = 0.0
     rows = 64
     u = np.column_stack([np.full(rows, U_MAX), np.concatenate([[0.0, U_STEP, U_MAX], rng.random(rows - 3)])])
-    out = _call(sampler, np.broadcast_to(p2, (rows, 2, vocab)), np.full((rows, 1), 2),
-                np.broadcast_to(q, (rows, 1, vocab)), u)  # fmt: skip
+    out = _call(
+        sampler,
+        np.broadcast_to(p2, (rows, 2, vocab)),
+        np.full((rows, 1), 2),
+        np.broadcast_to(q, (rows, 1, vocab)),
+        u,
+    )
     y = out.tokens[np.arange(rows), out.num_accepted]
     bad = ~np.isin(y, [1, 3, 5, 8, 9])
     if np.any(bad) or not np.all(out.valid):
-        errs.append(f"nan_rows: row with NaN/inf/negative entries emitted {sorted(set(y[bad].tolist()))} or invalid")
+        errs.append(
+            f"nan_rows: row with NaN/inf/negative entries emitted {sorted(set(y[bad].tolist()))} or invalid"
+        )
     # bonus row NaN with num_draft_tokens = 0
     p3 = _dirichlet(rng, (2, vocab))
     p3[0] = np.nan
@@ -158,10 +191,16 @@ def _check_zero_mass(sampler, rng) -> list[str]:
             a = out.num_accepted
             y = out.tokens[np.arange(rows), a]
             if np.any((y < 0) | (y >= vocab)):
-                errs.append(f"zero_mass V={vocab} ({label}): emitted ids {sorted(set(y[(y < 0) | (y >= vocab)].tolist()))[:5]}")
+                errs.append(
+                    f"zero_mass V={vocab} ({label}): emitted ids "
+                    f"{sorted(set(y[(y < 0) | (y >= vocab)].tolist()))[:5]}"
+                )
                 continue
             if np.any(p[a, y] <= 0):
-                errs.append(f"zero_mass V={vocab} ({label}): emitted zero-probability tokens {sorted(set(y[p[a, y] <= 0].tolist()))[:5]}")
+                errs.append(
+                    f"zero_mass V={vocab} ({label}): emitted zero-probability tokens "
+                    f"{sorted(set(y[p[a, y] <= 0].tolist()))[:5]}"
+                )
             acc_ids = ids[:, 0][a > 0]
             if np.any(p[0, acc_ids] <= 0):
                 errs.append(f"zero_mass V={vocab} ({label}): accepted a zero-probability draft")
@@ -176,11 +215,17 @@ def _check_endpoints(sampler, rng) -> list[str]:
     q = _dirichlet(rng, (1, vocab))
     x = int(np.argmax(q[0] - p[0]))  # a draft with q > p: rejected for u near 1
     u = np.array([[U_MAX, 0.0], [0.0, 0.0]])
-    out = _call(sampler, np.broadcast_to(p, (2, 2, vocab)), np.full((2, 1), x), np.broadcast_to(q, (2, 1, vocab)), u)
-    ref = chain_rejection_reference(np.broadcast_to(p, (2, 2, vocab)), np.full((2, 1), x),
-                                    np.broadcast_to(q, (2, 1, vocab)), uniforms=u)  # fmt: skip
+    out = _call(
+        sampler, np.broadcast_to(p, (2, 2, vocab)), np.full((2, 1), x), np.broadcast_to(q, (2, 1, vocab)), u
+    )
+    ref = chain_rejection_reference(
+        np.broadcast_to(p, (2, 2, vocab)), np.full((2, 1), x), np.broadcast_to(q, (2, 1, vocab)), uniforms=u
+    )
     if not np.array_equal(out.tokens, ref.tokens):
-        errs.append(f"endpoints: u_K = 0 gave {out.tokens.tolist()}, expected {ref.tokens.tolist()} (first token with mass)")
+        errs.append(
+            f"endpoints: u_K = 0 gave {out.tokens.tolist()}, expected {ref.tokens.tolist()} "
+            "(first token with mass)"
+        )
     return errs
 
 
@@ -192,9 +237,19 @@ def _check_ragged(sampler, rng) -> list[str]:
     q = np.broadcast_to(p[:3], (3, vocab))  # p == q: every draft with mass is accepted
     ids = np.broadcast_to(np.argmax(p[:3], axis=1), (3, 3))
     n = np.array([0, 1, 2])
-    out = _call(sampler, np.broadcast_to(p, (3, 4, vocab)), ids, np.broadcast_to(q, (3, 3, vocab)), np.full((3, 4), 0.25), n=n)
+    out = _call(
+        sampler,
+        np.broadcast_to(p, (3, 4, vocab)),
+        ids,
+        np.broadcast_to(q, (3, 3, vocab)),
+        np.full((3, 4), 0.25),
+        n=n,
+    )
     if not np.array_equal(out.num_accepted, n):
-        errs.append(f"ragged: num_draft_tokens {n.tolist()} with certain acceptance gave a = {out.num_accepted.tolist()}")
+        errs.append(
+            f"ragged: num_draft_tokens {n.tolist()} with certain acceptance gave a = "
+            f"{out.num_accepted.tolist()}"
+        )
     y0 = out.tokens[0, 0]
     if not (0 <= y0 < vocab) or p[0, y0] <= 0:
         errs.append(f"ragged: n_b = 0 emitted {y0}, not a token of p[0]")
@@ -226,7 +281,9 @@ def certify_edges(sampler: ChainSampler, budget: Budget, salt: int = 0) -> CertR
             errs.append(f"{name}: raised {type(exc).__name__}: {str(exc)[:200]}")
         done.append(name)
     stmt = f"deterministic edge semantics ({', '.join(done)})"
-    return CertRecord(sampler.name, "edge-cases", "edge", "fail" if errs else "pass", stmt, detail="; ".join(errs))
+    return CertRecord(
+        sampler.name, "edge-cases", "edge", "fail" if errs else "pass", stmt, detail="; ".join(errs)
+    )
 
 
 def _seeded_batch(rng, rows: int, vocab: int = 24, k: int = 3):
@@ -251,7 +308,10 @@ def certify_determinism(sampler: ChainSampler, budget: Budget, salt: int = 0) ->
     if not np.array_equal(a.tokens, b.tokens):
         errs.append("uniforms path: two identical calls differ")
     if sampler.supports_seeds:
-        a, b = sampler(P, ids, Q, seeds=seeds, offsets=offsets), sampler(P, ids, Q, seeds=seeds, offsets=offsets)
+        a, b = (
+            sampler(P, ids, Q, seeds=seeds, offsets=offsets),
+            sampler(P, ids, Q, seeds=seeds, offsets=offsets),
+        )
         if not np.array_equal(a.tokens, b.tokens):
             errs.append("seeded path: two identical calls differ")
         c = sampler(P, ids, Q, seeds=seeds, offsets=offsets + 1)
@@ -260,17 +320,29 @@ def certify_determinism(sampler: ChainSampler, budget: Budget, salt: int = 0) ->
         # sampler that ignores offsets repeats every row (same = 1); a correct one repeats a row with
         # probability < 0.9 each (checked on the reference), so same < 0.9 over 2048 rows is certain.
         if same > 0.9:
-            errs.append(f"seeded path: advancing offsets by 1 left {same:.1%} of rows identical (offset ignored?)")
+            errs.append(
+                f"seeded path: advancing offsets by 1 left {same:.1%} of rows identical (offset ignored?)"
+            )
     stmt = "same inputs -> same outputs; advancing the Philox offset gives fresh draws"
-    return CertRecord(sampler.name, "seeded-batch", "determinism", "fail" if errs else "pass", stmt, rows,
-                      seed=law_seed("determinism", "determinism", salt), detail="; ".join(errs))  # fmt: skip
+    return CertRecord(
+        sampler.name,
+        "seeded-batch",
+        "determinism",
+        "fail" if errs else "pass",
+        stmt,
+        rows,
+        seed=law_seed("determinism", "determinism", salt),
+        detail="; ".join(errs),
+    )
 
 
 def certify_batch_invariance(sampler: ChainSampler, budget: Budget, salt: int = 0) -> CertRecord:
     """A request's seeded output is the same alone, in a permuted batch, in a sub-batch, and next to
     NaN rows."""
     if not sampler.supports_seeds:
-        return CertRecord(sampler.name, "seeded-batch", "batch_invariance", "skip", "sampler takes no seeds/offsets")
+        return CertRecord(
+            sampler.name, "seeded-batch", "batch_invariance", "skip", "sampler takes no seeds/offsets"
+        )
     rng = case_rng("batch_invariance", salt)
     rows = 512
     p, q, ids, seeds, offsets = _seeded_batch(rng, rows)
@@ -295,8 +367,15 @@ def certify_batch_invariance(sampler: ChainSampler, budget: Budget, salt: int = 
     if not np.array_equal(out.tokens[1::2], base.tokens[1::2]):
         errs.append("NaN batch mates changed some request's tokens")
     stmt = "seeded outputs invariant to batch permutation, sub-batching, batch size 1 and NaN batch mates"
-    return CertRecord(sampler.name, "seeded-batch", "batch_invariance", "fail" if errs else "pass", stmt, rows,
-                      detail="; ".join(errs))  # fmt: skip
+    return CertRecord(
+        sampler.name,
+        "seeded-batch",
+        "batch_invariance",
+        "fail" if errs else "pass",
+        stmt,
+        rows,
+        detail="; ".join(errs),
+    )
 
 
 def certify_cuda_graph(sampler: ChainSampler, budget: Budget, salt: int = 0) -> CertRecord:
@@ -350,10 +429,23 @@ def certify_cuda_graph(sampler: ChainSampler, budget: Budget, salt: int = 0) -> 
         counts += np.bincount(res.num_accepted.cpu().numpy().astype(np.int64), minlength=k + 1)
     torch.cuda.synchronize()
     law = chain_joint_law(p, q, x).sum(axis=1)
-    g = sb.designed_gof(counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, label="cuda graph replays")
+    g = sb.designed_gof(
+        counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, label="cuda graph replays"
+    )
     if not g.passed:
         errs.append(f"accepted-length law over replays: {g.message}")
-    stmt = (f"{budget.graph_replays} CUDA-graph replays x {rows} rows: replay == eager, fresh draws per replay, "
-            f"accepted-length law p={g.pvalue:.3g}")  # fmt: skip
-    return CertRecord(sampler.name, "graph", name, "fail" if errs else "pass", stmt, budget.graph_replays * rows,
-                      alpha=budget.alpha, pvalue=g.pvalue, detail="; ".join(errs))  # fmt: skip
+    stmt = (
+        f"{budget.graph_replays} CUDA-graph replays x {rows} rows: replay == eager, fresh draws per replay, "
+        f"accepted-length law p={_fmt(g.pvalue)}"
+    )
+    return CertRecord(
+        sampler.name,
+        "graph",
+        name,
+        "fail" if errs else "pass",
+        stmt,
+        budget.graph_replays * rows,
+        alpha=budget.alpha,
+        pvalue=g.pvalue,
+        detail="; ".join(errs),
+    )

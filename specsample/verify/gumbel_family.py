@@ -16,7 +16,7 @@ from specsample.reference.philox import STREAM_GUMBEL, gumbel_exponentials
 from specsample.verify import stats_bridge as sb
 from specsample.verify.budgets import Budget
 from specsample.verify.cases import case_rng, round_to_dtype
-from specsample.verify.certify import CertRecord, law_seed
+from specsample.verify.certify import CertRecord, _fmt, law_seed
 from specsample.verify.mutable_reference import gumbel_sample
 from specsample.verify.protocol import GumbelSampler
 
@@ -50,16 +50,22 @@ def _ambiguous(probs: np.ndarray, seeds, offsets, tol: float) -> np.ndarray:
     """Rows whose two best race scores p/E are within relative `tol` (float32 could swap them)."""
     e = gumbel_exponentials(seeds, offsets, probs.shape[-1], STREAM_GUMBEL)
     score = np.where(probs > 0, probs / e, 0.0)
-    top2 = -np.sort(-score, axis=1)[:, :2] if score.shape[1] > 1 else np.concatenate([score, np.zeros_like(score)], 1)
+    top2 = (
+        -np.sort(-score, axis=1)[:, :2]
+        if score.shape[1] > 1
+        else np.concatenate([score, np.zeros_like(score)], 1)
+    )
     return (top2[:, 0] - top2[:, 1]) <= tol * top2[:, 0]
 
 
 def certify_gumbel_coupling(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:
     seed = law_seed(name, "coupling_seeded", salt)
     rng = np.random.default_rng(seed)
-    rows = budget.seeded_rows
+    rows = budget.reference_rows(budget.seeded_rows, p.shape[0], floor=2048)
     seeds = rng.integers(0, 1 << 62, rows, dtype=np.int64)
-    offsets = np.concatenate([rng.integers(0, 1 << 20, rows // 2), (1 << 32) - rows // 4 + np.arange(rows - rows // 2)])
+    offsets = np.concatenate(
+        [rng.integers(0, 1 << 20, rows // 2), (1 << 32) - rows // 4 + np.arange(rows - rows // 2)]
+    )
     P = np.broadcast_to(p, (rows, p.shape[0]))
     got = sampler(P, 1, seeds, offsets)[:, 0]
     ref = gumbel_sample(P, seeds, offsets, 1)[:, 0]
@@ -68,54 +74,106 @@ def certify_gumbel_coupling(sampler: GumbelSampler, name, p, budget: Budget, sal
     mism = got != ref
     hard = mism & ~amb
     ucb = sb.tv_ucb_from_coupling(int(mism.sum()), rows, budget.coupling_delta)
-    stmt = (f"indices equal the float64 race on the same Philox noise: {int(mism.sum())} mismatches in {rows} rows "
-            f"({int(hard.sum())} outside float tolerance); TV <= {ucb:.3g} at 1-{budget.coupling_delta:g}")  # fmt: skip
+    stmt = (
+        f"indices equal the float64 race on the same Philox noise: {int(mism.sum())} mismatches "
+        f"in {rows} rows "
+        f"({int(hard.sum())} outside float tolerance); TV <= {ucb:.3g} at 1-{budget.coupling_delta:g}"
+    )
     detail = ""
     if hard.any():
         b = int(np.flatnonzero(hard)[0])
         detail = f"e.g. seed={seeds[b]} offset={offsets[b]}: sampler {got[b]} vs reference {ref[b]}"
-    return CertRecord(sampler.name, name, "coupling_seeded", "fail" if hard.any() else "pass", stmt, rows,
-                      delta=budget.coupling_delta, tv_bound=ucb, seed=seed, detail=detail)  # fmt: skip
+    return CertRecord(
+        sampler.name,
+        name,
+        "coupling_seeded",
+        "fail" if hard.any() else "pass",
+        stmt,
+        rows,
+        delta=budget.coupling_delta,
+        tv_bound=ucb,
+        seed=seed,
+        detail=detail,
+    )
 
 
 def certify_gumbel_gof(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:
     seed = law_seed(name, "gof", salt)
     law = np.append(p, 0.0)  # last cell: -1 / out of range
-    rows = sb.design_rows(law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows)
+    rows = sb.design_rows(
+        law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
+    )
     seeds = np.full(rows, seed, np.int64)
     offsets = (1 << 32) - rows // 2 + np.arange(rows, dtype=np.int64)
     idx = sampler(np.broadcast_to(p, (rows, p.shape[0])), 1, seeds, offsets)[:, 0]
     vocab = p.shape[0]
     cells = np.where((idx < 0) | (idx >= vocab), vocab, idx)
     counts = np.bincount(cells, minlength=vocab + 1)
-    g = sb.designed_gof(counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, seed=seed, label=name)
-    stmt = (f"law of one draw vs p, n={rows}, p={g.pvalue:.3g}, detects TV>={g.detectable_eps:.3g} "
-            f"w.p. 1-{budget.beta:g} at alpha={budget.alpha:g}")  # fmt: skip
-    return CertRecord(sampler.name, name, "gof", "pass" if g.passed else "fail", stmt, rows, alpha=budget.alpha,
-                      beta=budget.beta, eps=budget.eps, pvalue=g.pvalue, pvalues=[g.pvalue], seed=seed,
-                      detail="" if g.passed else g.message,
-                      plot={"expected": law.tolist(), "observed": (counts / rows).tolist()})  # fmt: skip
+    g = sb.designed_gof(
+        counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, seed=seed, label=name
+    )
+    stmt = (
+        f"law of one draw vs p, n={rows}, p={_fmt(g.pvalue)}, detects TV>={g.detectable_eps:.3g} "
+        f"w.p. 1-{budget.beta:g} at alpha={budget.alpha:g}"
+    )
+    return CertRecord(
+        sampler.name,
+        name,
+        "gof",
+        "pass" if g.passed else "fail",
+        stmt,
+        rows,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        eps=budget.eps,
+        pvalue=g.pvalue,
+        pvalues=[g.pvalue] if g.pvalue is not None else [],
+        seed=seed,
+        detail="" if g.passed else g.message,
+        plot={"expected": law.tolist(), "observed": (counts / rows).tolist()},
+    )
 
 
 def certify_plackett_luce(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:
     vocab = p.shape[0]
     if vocab > budget.gumbel_plackett_max_vocab or np.count_nonzero(p) < 2:
-        return CertRecord(sampler.name, name, "plackett_luce", "skip", f"V={vocab} above the budget's pair table")
+        return CertRecord(
+            sampler.name, name, "plackett_luce", "skip", f"V={vocab} above the budget's pair table"
+        )
     seed = law_seed(name, "plackett_luce", salt)
     law = plackett_luce_law(p, 2).ravel()
     law = np.append(law, 0.0)
-    rows = sb.design_rows(law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows)
+    rows = sb.design_rows(
+        law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
+    )
     seeds = np.arange(rows, dtype=np.int64) * 104729 + seed % 1000003
     offsets = np.full(rows, 77, np.int64)
     idx = sampler(np.broadcast_to(p, (rows, vocab)), 2, seeds, offsets)
     bad = np.any((idx < 0) | (idx >= vocab), axis=1) | (idx[:, 0] == idx[:, 1])
     cells = np.where(bad, vocab * vocab, idx[:, 0] * vocab + idx[:, 1])
     counts = np.bincount(cells, minlength=vocab * vocab + 1)
-    g = sb.designed_gof(counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, seed=seed, label=name)
-    stmt = f"ordered top-2 pairs vs the Plackett-Luce law, n={rows}, p={g.pvalue:.3g}, detects TV>={g.detectable_eps:.3g}"
-    return CertRecord(sampler.name, name, "plackett_luce", "pass" if g.passed else "fail", stmt, rows,
-                      alpha=budget.alpha, beta=budget.beta, eps=budget.eps, pvalue=g.pvalue, pvalues=[g.pvalue],
-                      seed=seed, detail="" if g.passed else g.message)  # fmt: skip
+    g = sb.designed_gof(
+        counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, seed=seed, label=name
+    )
+    stmt = (
+        f"ordered top-2 pairs vs the Plackett-Luce law, n={rows}, p={_fmt(g.pvalue)}, "
+        f"detects TV>={g.detectable_eps:.3g}"
+    )
+    return CertRecord(
+        sampler.name,
+        name,
+        "plackett_luce",
+        "pass" if g.passed else "fail",
+        stmt,
+        rows,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        eps=budget.eps,
+        pvalue=g.pvalue,
+        pvalues=[g.pvalue] if g.pvalue is not None else [],
+        seed=seed,
+        detail="" if g.passed else g.message,
+    )
 
 
 def certify_gumbel_zero_mass(sampler: GumbelSampler, budget: Budget, salt=0) -> CertRecord:
@@ -136,11 +194,25 @@ def certify_gumbel_zero_mass(sampler: GumbelSampler, budget: Budget, salt=0) -> 
             live = idx[8:]
             pl = p[8:]
             if np.any((live < 0) | (live >= vocab)):
-                errs.append(f"V={vocab}: ids {sorted(set(live[(live < 0) | (live >= vocab)].tolist()))[:4]} out of range")
+                errs.append(
+                    f"V={vocab}: ids "
+                    f"{sorted(set(live[(live < 0) | (live >= vocab)].tolist()))[:4]} out of range"
+                )
                 continue
             mass = pl[np.arange(rows - 8), live]
             if np.any(~(mass > 0)):
-                errs.append(f"V={vocab}: zero-mass/NaN tokens won: {sorted(set(live[~(mass > 0)].tolist()))[:4]}")
-    stmt = "zero-mass, NaN and tile-tail lanes never win at V = BLOCK-1, BLOCK, BLOCK+1, 2 BLOCK+1; empty rows give -1"
-    return CertRecord(sampler.name, "tile-boundaries", "zero_mass", "fail" if errs else "pass", stmt,
-                      detail="; ".join(errs[:6]))  # fmt: skip
+                errs.append(
+                    f"V={vocab}: zero-mass/NaN tokens won: {sorted(set(live[~(mass > 0)].tolist()))[:4]}"
+                )
+    stmt = (
+        "zero-mass, NaN and tile-tail lanes never win at V = BLOCK-1, BLOCK, BLOCK+1, 2 BLOCK+1; "
+        "empty rows give -1"
+    )
+    return CertRecord(
+        sampler.name,
+        "tile-boundaries",
+        "zero_mass",
+        "fail" if errs else "pass",
+        stmt,
+        detail="; ".join(errs[:6]),
+    )

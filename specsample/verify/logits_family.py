@@ -19,7 +19,7 @@ from specsample.reference.logits import output_law, rejection_sample_logits_refe
 from specsample.verify import stats_bridge as sb
 from specsample.verify.budgets import Budget
 from specsample.verify.cases import case_rng, round_to_dtype
-from specsample.verify.certify import CertRecord, law_seed
+from specsample.verify.certify import CertRecord, _fmt, law_seed
 from specsample.verify.exact_laws import counts_from_outputs
 from specsample.verify.protocol import SamplerUnavailable, _torch_device, as_chain_output, to_torch
 
@@ -38,16 +38,23 @@ class LogitsSampler:
 
     def __call__(self, lg, ids, dl, temperature, seeds, offsets, n=None):
         if self.inputs == "numpy":
-            res = self.fn(lg, ids, dl, temperature=temperature, seeds=seeds, offsets=offsets, num_draft_tokens=n)
+            res = self.fn(
+                lg, ids, dl, temperature=temperature, seeds=seeds, offsets=offsets, num_draft_tokens=n
+            )
             return as_chain_output(res)
         import torch
 
         d = self.device
         kw = {} if n is None else {"num_draft_tokens": to_torch(n, d, torch.int64)}
-        res = self.fn(to_torch(lg, d, torch.float32), to_torch(ids, d, torch.int64),
-                      None if dl is None else to_torch(dl, d, torch.float32),
-                      temperature=to_torch(temperature, d, torch.float32), seeds=to_torch(seeds, d, torch.int64),
-                      offsets=to_torch(offsets, d, torch.int64), **kw)  # fmt: skip
+        res = self.fn(
+            to_torch(lg, d, torch.float32),
+            to_torch(ids, d, torch.int64),
+            None if dl is None else to_torch(dl, d, torch.float32),
+            temperature=to_torch(temperature, d, torch.float32),
+            seeds=to_torch(seeds, d, torch.int64),
+            offsets=to_torch(offsets, d, torch.int64),
+            **kw,
+        )
         return as_chain_output(res)
 
 
@@ -56,8 +63,9 @@ def _reference_fn(bugs=frozenset()):
         t = np.asarray(temperature, np.float64)
         if "greedy_at_T1" in bugs:
             t = np.where(t == 0, 1.0, t)
-        return rejection_sample_logits_reference(lg, ids, dl, temperature=t, seeds=seeds, offsets=offsets,
-                                                 num_draft_tokens=num_draft_tokens)  # fmt: skip
+        return rejection_sample_logits_reference(
+            lg, ids, dl, temperature=t, seeds=seeds, offsets=offsets, num_draft_tokens=num_draft_tokens
+        )
 
     return fn
 
@@ -106,17 +114,32 @@ def certify_logits_coupling(sampler, case, budget: Budget, salt=0) -> CertRecord
     D = None if dl is None else np.broadcast_to(dl, (rows, *dl.shape))
     out = sampler(L, ids, D, temps, seeds, offsets)
     ref = rejection_sample_logits_reference(L, ids, D, temperature=temps, seeds=seeds, offsets=offsets)
-    mism = np.any(out.tokens != ref.tokens, axis=1) | (out.num_accepted != ref.num_accepted) | (out.valid != ref.valid)
+    mism = (
+        np.any(out.tokens != ref.tokens, axis=1)
+        | (out.num_accepted != ref.num_accepted)
+        | (out.valid != ref.valid)
+    )
     hard = mism & ~ref.ambiguous
     ucb = sb.tv_ucb_from_coupling(int(mism.sum()), rows, budget.coupling_delta)
-    stmt = (f"seeded path equals reference.logits on the same Philox stream (T in 0, 0.5, 1, 1.7): "
-            f"{int(mism.sum())} mismatches in {rows} rows ({int(hard.sum())} outside float tolerance)")  # fmt: skip
+    stmt = (
+        f"seeded path equals reference.logits on the same Philox stream (T in 0, 0.5, 1, 1.7): "
+        f"{int(mism.sum())} mismatches in {rows} rows ({int(hard.sum())} outside float tolerance)"
+    )
     detail = ""
     if hard.any():
         b = int(np.flatnonzero(hard)[0])
         detail = f"e.g. T={temps[b]}: sampler {out.tokens[b].tolist()} vs reference {ref.tokens[b].tolist()}"
-    return CertRecord(sampler.name, name, "coupling_seeded", "fail" if hard.any() else "pass", stmt, rows,
-                      tv_bound=ucb, seed=seed, detail=detail)  # fmt: skip
+    return CertRecord(
+        sampler.name,
+        name,
+        "coupling_seeded",
+        "fail" if hard.any() else "pass",
+        stmt,
+        rows,
+        tv_bound=ucb,
+        seed=seed,
+        detail=detail,
+    )
 
 
 def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
@@ -143,8 +166,9 @@ def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
     if np.any(emitted[g] != arg[np.clip(out.num_accepted[g], 0, k)]):
         errs.append("greedy rows: emitted token is not the argmax of its row")
     stmt = "temperature-0 rows are exactly greedy (accept iff x = argmax, emit the argmax) in a mixed batch"
-    return CertRecord(sampler.name, name, "greedy", "fail" if errs else "pass", stmt, int(g.sum()),
-                      detail="; ".join(errs))  # fmt: skip
+    return CertRecord(
+        sampler.name, name, "greedy", "fail" if errs else "pass", stmt, int(g.sum()), detail="; ".join(errs)
+    )
 
 
 def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRecord:
@@ -157,23 +181,49 @@ def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRec
         p = softmax_logits(lg, temp)
         q = None if dl is None else softmax_logits(dl, temp)
         law = output_law(p, drafts, q)
-        rows = sb.design_rows(law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows)
+        rows = sb.design_rows(
+            law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
+        )
         seeds = np.full(rows, seed, np.int64)
         offsets = (1 << 32) - rows // 2 + np.arange(rows, dtype=np.int64)
-        out = sampler(np.broadcast_to(lg, (rows, *lg.shape)), np.broadcast_to(drafts, (rows, k)),
-                      None if dl is None else np.broadcast_to(dl, (rows, *dl.shape)), np.full(rows, temp),
-                      seeds, offsets)  # fmt: skip
+        out = sampler(
+            np.broadcast_to(lg, (rows, *lg.shape)),
+            np.broadcast_to(drafts, (rows, k)),
+            None if dl is None else np.broadcast_to(dl, (rows, *dl.shape)),
+            np.full(rows, temp),
+            seeds,
+            offsets,
+        )
         counts = counts_from_outputs(out.tokens, out.num_accepted, vocab, k)
-        g = sb.designed_gof(counts.ravel(), law.ravel(), eps=budget.eps, alpha=budget.alpha, beta=budget.beta,
-                            seed=seed, label=f"{name} T={temp}")  # fmt: skip
-        pvals.append(g.pvalue)
-        parts.append(f"T={temp}: n={rows}, p={g.pvalue:.3g}")
+        g = sb.designed_gof(
+            counts.ravel(),
+            law.ravel(),
+            eps=budget.eps,
+            alpha=budget.alpha,
+            beta=budget.beta,
+            seed=seed,
+            label=f"{name} T={temp}",
+        )
+        if g.pvalue is not None:
+            pvals.append(g.pvalue)
+        parts.append(f"T={temp}: n={rows}, p={_fmt(g.pvalue)}")
         if not g.passed:
             fails.append(f"T={temp}: {g.message}")
     stmt = f"joint (a, token) law at T in {temps}, alpha={budget.alpha:g} each: " + "; ".join(parts)
-    return CertRecord(sampler.name, name, "conditional", "fail" if fails else "pass", stmt, alpha=budget.alpha,
-                      beta=budget.beta, eps=budget.eps, pvalue=min(pvals), pvalues=pvals, seed=seed,
-                      detail="; ".join(fails))  # fmt: skip
+    return CertRecord(
+        sampler.name,
+        name,
+        "conditional",
+        "fail" if fails else "pass",
+        stmt,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        eps=budget.eps,
+        pvalue=min(pvals) if pvals else None,
+        pvalues=pvals,
+        seed=seed,
+        detail="; ".join(fails),
+    )
 
 
 LOGITS_LAWS = {
@@ -202,7 +252,8 @@ def _run(law, fn, sampler, case, budget, salt):
     try:
         rec = fn(sampler, case, budget, salt)
     except Exception as exc:  # noqa: BLE001 - a crash is a finding
-        rec = CertRecord(sampler.name, case[0], law, "error",
-                         f"raised {type(exc).__name__}: {str(exc)[:300]}")  # fmt: skip
+        rec = CertRecord(
+            sampler.name, case[0], law, "error", f"raised {type(exc).__name__}: {str(exc)[:300]}"
+        )
     rec.seconds = time.perf_counter() - t0
     return rec

@@ -23,12 +23,14 @@ CHAIN_BUGS = {
     "residual_from_p": "on rejection the token is drawn from p_j instead of the residual max(0, p_j - q_j)",
     "swapped_residual": "residual max(0, q_j - p_j) instead of max(0, p_j - q_j)",
     "unclamped_residual": "residual |p_j - q_j| (no clamp at zero)",
-    "inverse_cdf_off_by_one": "inverse CDF searches the exclusive cumsum (returns the token after the right one)",
+    "inverse_cdf_off_by_one": "inverse CDF searches the exclusive cumsum (returns the token after "
+    "the right one)",
     "reused_coin": "the emitted token reuses the acceptance uniform u_j instead of u_K (SGLang before #7207)",
     "shared_column": "every column reads Philox index 0: draft and residual share one uniform (vLLM #47386)",
     "norm_sum_zero_last_token": "norm_sum == 0 emits token V-1 without fallback (SGLang's Triton kernel)",
     "norm_sum_zero_token0": "norm_sum == 0 emits token 0 without fallback (vLLM)",
-    "le_accepts_zero_prob": "acceptance test u*q <= p: a zero-probability draft is accepted at u = 0 (SGLang #35771)",
+    "le_accepts_zero_prob": "acceptance test u*q <= p: a zero-probability draft is accepted at u "
+    "= 0 (SGLang #35771)",
     "acceptance_inverted": "acceptance test u*p < q (ratio inverted)",
     "invalid_draft_accepted": "draft ids are wrapped into [0, V) and non-finite q is used raw: -1 ids and "
     "q = -inf drafts get accepted (SGLang)",
@@ -37,7 +39,8 @@ CHAIN_BUGS = {
     "nan_not_sanitised": "NaN probabilities are not treated as zero mass (the cumsum search emits token 0)",
     "tile_tail_unmasked": "inverse CDF over a padded power-of-two tile whose tail lanes (v >= V) are not "
     "masked: they carry mass and can be emitted",
-    "philox_offset_ignored": "seeded path: the Philox offset is not applied (frozen randomness across CUDA-graph "
+    "philox_offset_ignored": "seeded path: the Philox offset is not applied (frozen randomness "
+    "across CUDA-graph "
     "replays, FlashInfer)",
     "offset_int32_overflow": "seeded path: offsets truncated to int32 (vLLM #46560)",
     "seed_index0": "seeded path: every request uses seeds[0] (FlashInfer: per-request seeds read at index 0)",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -67,16 +68,19 @@ _PATCH_COUNTER = [0]
 
 
 def patched_module(module_name: str, patches: list[tuple[str, str]]):
-    """Import a copy of `module_name` with each (old, new) textual patch applied exactly once.
+    """Import a copy of `module_name` with each (pattern, replacement) patch applied exactly once.
 
-    Raises ValueError if some `old` does not occur exactly once in the module's source."""
+    `pattern` is a regular expression (tolerant of casts and spacing the kernel author may change);
+    ValueError if it does not match exactly once in the module's source."""
     mod = importlib.import_module(module_name)
     src = inspect.getsource(mod)
-    for old, new in patches:
-        count = src.count(old)
+    for pattern, replacement in patches:
+        count = len(re.findall(pattern, src))
         if count != 1:
-            raise ValueError(f"mutant patch for {module_name}: snippet occurs {count} times (need exactly 1): {old!r}")
-        src = src.replace(old, new)
+            raise ValueError(
+                f"mutant patch for {module_name}: pattern occurs {count} times (need exactly 1): {pattern!r}"
+            )
+        src = re.sub(pattern, replacement, src)
     _PATCH_COUNTER[0] += 1
     new_name = f"{module_name}_mutant{_PATCH_COUNTER[0]}"
     tmpdir = Path(tempfile.mkdtemp(prefix="specsample_mutant_"))
@@ -135,46 +139,120 @@ _ANCHORS = {
 # in the module's source, or building the mutant fails (and the mutant counts as not killed).
 _CHAIN = "specsample.kernels.chain"
 KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
-    ("kernel_le_accepts_zero_prob", _CHAIN,
-     "chain kernel: acceptance tests u*q <= p and u <= p (a zero-probability draft is accepted at u = 0)",
-     [("accept = ok & (q_x > 0.0) & (u * q_x < p_x)", "accept = ok & (q_x > 0.0) & (u * q_x <= p_x)"),
-      ("accept = ok & (u < p_x)", "accept = ok & (u <= p_x)")]),
-    ("kernel_unclamped_residual", _CHAIN, "chain kernel: residual |p - q| instead of max(0, p - q)",
-     [("r = tl.maximum(p_j - q_j, 0.0)", "r = tl.abs(p_j - q_j)")]),
-    ("kernel_norm_sum_zero_last_token", _CHAIN, "chain kernel: norm_sum == 0 emits token V - 1 (SGLang)",
-     [("token = tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1)",
-       "token = tl.where(fallback, V - 1, tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1))")]),
-    ("kernel_reused_coin", _CHAIN, "chain kernel: the emitted token reuses the rejected draft's uniform u_a",
-     [("u_last = _uniforms(K, rows,", "u_last = _uniforms(tl.where(rejected, a, K), rows,")]),
-    ("kernel_bonus_wrong_position", _CHAIN, "chain kernel: the bonus token is drawn from p[K] instead of p[n_b]",
-     [("p_off = rows[:, None] * sp_b + a[:, None] * sp_k + cols * sp_v",
-       "p_off = rows[:, None] * sp_b + tl.where(rejected, a, K)[:, None] * sp_k + cols * sp_v")]),
-    ("kernel_shared_column", _CHAIN, "chain kernel: every column reads Philox index 0 (shared draft/residual noise)",
-     [("index = cols + rows * 0", "index = cols * 0 + rows * 0")]),
-    ("kernel_offset_ignored", _CHAIN, "chain kernel: the Philox offset is not applied (frozen across replays)",
-     [("philox_words(seed, offset, index,", "philox_words(seed, offset * 0, index,")]),
-    ("kernel_offset_int32_overflow", _CHAIN, "chain kernel: offsets truncated to int32",
-     [("offset = tl.load(offset_ptr + rows * so_b, mask=row_ok, other=0).to(tl.int64)",
-       "offset = tl.load(offset_ptr + rows * so_b, mask=row_ok, other=0).to(tl.int32).to(tl.int64)")]),
-    ("kernel_nan_not_sanitised", _CHAIN, "chain kernel: NaN and +inf probabilities are not cleaned to zero mass",
-     [('return tl.where((v > 0.0) & (v < float("inf")), v, 0.0)', "return tl.where(v < 0.0, 0.0, v)")]),
-]  # fmt: skip
+    (
+        "kernel_le_accepts_zero_prob",
+        _CHAIN,
+        "chain kernel: acceptance tests u*q <= p and u <= p (a zero-probability draft is accepted at u = 0)",
+        [
+            (r"(accept = ok & \(q_x > 0\.0\) & \([^<\n]*q_x) < (p_x\))", r"\1 <= \2"),
+            (r"(accept = ok & \(u[^<\n]*) < (p_x\))", r"\1 <= \2"),
+        ],
+    ),
+    (
+        "kernel_unclamped_residual",
+        _CHAIN,
+        "chain kernel: residual |p - q| instead of max(0, p - q)",
+        [(r"r = tl\.maximum\(p_j - q_j, 0\.0\)", "r = tl.abs(p_j - q_j)")],
+    ),
+    (
+        "kernel_norm_sum_zero_last_token",
+        _CHAIN,
+        "chain kernel: norm_sum == 0 emits token V - 1 (SGLang)",
+        [
+            (
+                r"token = tl\.where\(valid & \(pick >= 0\), chunk \* BLOCK_V \+ pick, -1\)",
+                "token = tl.where(fallback, V - 1, tl.where(valid & (pick >= 0), chunk * BLOCK_V "
+                "+ pick, -1))",
+            )
+        ],
+    ),
+    (
+        "kernel_reused_coin",
+        _CHAIN,
+        "chain kernel: the emitted token reuses the rejected draft's uniform u_a",
+        [(r"u_last = _uniforms\(K, ", "u_last = _uniforms(tl.where(rejected, a, K), ")],
+    ),
+    (
+        "kernel_bonus_wrong_position",
+        _CHAIN,
+        "chain kernel: the bonus token is drawn from p[K] instead of p[n_b]",
+        [
+            (
+                r"p_off = rows\[:, None\] \* sp_b \+ a\[:, None\] \* sp_k",
+                "p_off = rows[:, None] * sp_b + tl.where(rejected, a, K)[:, None] * sp_k",
+            )
+        ],
+    ),
+    (
+        "kernel_shared_column",
+        _CHAIN,
+        "chain kernel: every column reads Philox index 0 (shared draft/residual noise)",
+        [(r"index = cols \+ rows \* 0", "index = cols * 0 + rows * 0")],
+    ),
+    (
+        "kernel_offset_ignored",
+        _CHAIN,
+        "chain kernel: the Philox offset is not applied (frozen across replays)",
+        [(r"philox_words\(seed, offset, ", "philox_words(seed, offset * 0, ")],
+    ),
+    (
+        "kernel_offset_int32_overflow",
+        _CHAIN,
+        "chain kernel: offsets truncated to int32",
+        [(r"(offset = tl\.load\(offset_ptr[^\n]*?)\.to\(tl\.int64\)", r"\1.to(tl.int32).to(tl.int64)")],
+    ),
+    (
+        "kernel_nan_not_sanitised",
+        _CHAIN,
+        "chain kernel: NaN and +inf probabilities are not cleaned to zero mass",
+        [
+            (
+                r'return tl\.where\(\(v > 0\.0\) & \(v < float\("inf"\)\), v, 0\.0\)',
+                "return tl.where(v < 0.0, 0.0, v)",
+            )
+        ],
+    ),
+]
 
 
 def catalogue(include_kernel: bool = True) -> list[Mutant]:
     """Every mutant: reference-copy mutants for all chain and gumbel bugs, plus kernel mutants."""
     out = []
     for bug, desc in mref.CHAIN_BUGS.items():
-        out.append(Mutant(bug, desc, "chain", "reference copy (verify.mutable_reference)", _ref_chain(bug),
-                          _ANCHORS.get(bug, "")))  # fmt: skip
+        out.append(
+            Mutant(
+                bug,
+                desc,
+                "chain",
+                "reference copy (verify.mutable_reference)",
+                _ref_chain(bug),
+                _ANCHORS.get(bug, ""),
+            )
+        )
     for bug, desc in mref.GUMBEL_BUGS.items():
-        out.append(Mutant(bug, desc, "gumbel", "reference copy (verify.mutable_reference)", _ref_gumbel(bug),
-                          _ANCHORS.get(bug, "")))  # fmt: skip
+        out.append(
+            Mutant(
+                bug,
+                desc,
+                "gumbel",
+                "reference copy (verify.mutable_reference)",
+                _ref_gumbel(bug),
+                _ANCHORS.get(bug, ""),
+            )
+        )
     from specsample.verify import logits_family
 
     for bug, desc in logits_family.LOGITS_BUGS.items():
-        out.append(Mutant(bug, desc, "logits", "reference copy (verify.logits_family)",
-                          logits_family.mutant_factory(bug), "SGLang #37134"))  # fmt: skip
+        out.append(
+            Mutant(
+                bug,
+                desc,
+                "logits",
+                "reference copy (verify.logits_family)",
+                logits_family.mutant_factory(bug),
+                "SGLang #37134",
+            )
+        )
     if include_kernel:
         for name, module, desc, patches in KERNEL_PATCHES:
             family = "gumbel" if module.endswith("gumbel") else "chain"
@@ -188,7 +266,9 @@ def catalogue(include_kernel: bool = True) -> list[Mutant]:
                 s.name = f"mutant:{name}"
                 return s
 
-            out.append(Mutant(name, desc, family, f"kernel {module} (textual patch)", build, _ANCHORS.get(name, "")))
+            out.append(
+                Mutant(name, desc, family, f"kernel {module} (textual patch)", build, _ANCHORS.get(name, ""))
+            )
     return out
 
 
@@ -201,8 +281,17 @@ def _stop_on_fail(rec):
         raise _Killed(rec)
 
 
-def run_mutants(budget, *, only=None, case_filter=None, kernel_case_filter=None, progress=None, salt: int = 0,
-                stop_at_first_kill: bool = False, include_kernel: bool = True):  # fmt: skip
+def run_mutants(
+    budget,
+    *,
+    only=None,
+    case_filter=None,
+    kernel_case_filter=None,
+    progress=None,
+    salt: int = 0,
+    stop_at_first_kill: bool = False,
+    include_kernel: bool = True,
+):
     """Certify each mutant at `budget`; returns (list[MutantResult], baseline records).
 
     Reference mutants run every certificate (killed_by lists every law that failed) unless
@@ -214,10 +303,12 @@ def run_mutants(budget, *, only=None, case_filter=None, kernel_case_filter=None,
     if kernel_case_filter is None:
         kernel_case_filter = lambda case: case.name in DEFAULT_KERNEL_MUTANT_CASES  # noqa: E731
     results = []
-    baseline = runner.certify_sampler_family("chain", mutable_sampler(name="verify-baseline"), budget,
-                                             case_filter=case_filter, salt=salt)  # fmt: skip
-    baseline += runner.certify_sampler_family("gumbel", reference_gumbel_sampler(name="gumbel-baseline"), budget,
-                                              case_filter=case_filter, salt=salt)  # fmt: skip
+    baseline = runner.certify_sampler_family(
+        "chain", mutable_sampler(name="verify-baseline"), budget, case_filter=case_filter, salt=salt
+    )
+    baseline += runner.certify_sampler_family(
+        "gumbel", reference_gumbel_sampler(name="gumbel-baseline"), budget, case_filter=case_filter, salt=salt
+    )
     baseline += logits_family.certify_logits(logits_family.mutable_logits_sampler(), budget, salt=salt)
     for m in catalogue(include_kernel):
         if only and not any(tok in m.name for tok in only):
@@ -226,8 +317,18 @@ def run_mutants(budget, *, only=None, case_filter=None, kernel_case_filter=None,
         try:
             sampler = m.build()
         except (SamplerUnavailable, ValueError, ImportError, AttributeError) as exc:
-            results.append(MutantResult(m.name, m.description, m.family, m.applied_to, m.anchor, False, [],
-                                        f"could not build: {exc}"))  # fmt: skip
+            results.append(
+                MutantResult(
+                    m.name,
+                    m.description,
+                    m.family,
+                    m.applied_to,
+                    m.anchor,
+                    False,
+                    [],
+                    f"could not build: {exc}",
+                )
+            )
             if progress:
                 progress(m.name, False)
             continue
@@ -244,15 +345,32 @@ def run_mutants(budget, *, only=None, case_filter=None, kernel_case_filter=None,
                 for rec in logits_family.certify_logits(sampler, budget, salt=salt):
                     collect(rec)
             else:
-                runner.certify_sampler_family(m.family, sampler, budget, salt=salt, progress=collect,
-                                              case_filter=kernel_case_filter if kernel else case_filter)  # fmt: skip
+                runner.certify_sampler_family(
+                    m.family,
+                    sampler,
+                    budget,
+                    salt=salt,
+                    progress=collect,
+                    case_filter=kernel_case_filter if kernel else case_filter,
+                )
         except _Killed:
             pass
         failed = [r for r in recs if not r.passed]
         killed_by = sorted({r.law for r in failed})
         examples = [f"{r.law} on {r.case}: {(r.detail or r.statement)[:160]}" for r in failed[:3]]
-        results.append(MutantResult(m.name, m.description, m.family, m.applied_to, m.anchor, bool(failed),
-                                    killed_by, "" if failed else "survived", examples))  # fmt: skip
+        results.append(
+            MutantResult(
+                m.name,
+                m.description,
+                m.family,
+                m.applied_to,
+                m.anchor,
+                bool(failed),
+                killed_by,
+                "" if failed else "survived",
+                examples,
+            )
+        )
         if progress:
             progress(m.name, bool(failed))
     return results, baseline

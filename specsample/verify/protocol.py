@@ -91,16 +91,31 @@ class ChainSampler:
     description: str = ""
     is_kernel: bool = False
 
-    def __call__(self, p, ids, q=None, *, num_draft_tokens=None, uniforms=None, seeds=None, offsets=None,
-                 dtype: str = "float32") -> ChainOutput:  # fmt: skip
+    def __call__(
+        self,
+        p,
+        ids,
+        q=None,
+        *,
+        num_draft_tokens=None,
+        uniforms=None,
+        seeds=None,
+        offsets=None,
+        dtype: str = "float32",
+    ) -> ChainOutput:
         if self.inputs == "numpy":
-            res = self.fn(p, ids, q, num_draft_tokens=num_draft_tokens, uniforms=uniforms, seeds=seeds,
-                          offsets=offsets)  # fmt: skip
+            res = self.fn(
+                p, ids, q, num_draft_tokens=num_draft_tokens, uniforms=uniforms, seeds=seeds, offsets=offsets
+            )
             return as_chain_output(res)
         import torch
 
-        tdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
-                  "float64": torch.float32}[dtype]  # fmt: skip
+        tdtype = {
+            "float32": torch.float32,
+            "bfloat16": torch.bfloat16,
+            "float16": torch.float16,
+            "float64": torch.float32,
+        }[dtype]
         kw = {}
         if num_draft_tokens is not None:
             kw["num_draft_tokens"] = to_torch(num_draft_tokens, self.device, torch.int64)
@@ -147,8 +162,14 @@ def reference_chain_fn(p, ids, q=None, *, num_draft_tokens=None, uniforms=None, 
 
 
 def reference_sampler() -> ChainSampler:
-    return ChainSampler(reference_chain_fn, "reference", "numpy", "cpu", True,
-                        "float64 numpy reference (specsample.reference.chain)")  # fmt: skip
+    return ChainSampler(
+        reference_chain_fn,
+        "reference",
+        "numpy",
+        "cpu",
+        True,
+        "float64 numpy reference (specsample.reference.chain)",
+    )
 
 
 def mutable_chain_fn(bugs=frozenset()):
@@ -164,8 +185,14 @@ def mutable_chain_fn(bugs=frozenset()):
 
 
 def mutable_sampler(bugs=frozenset(), name: str = "verify-baseline") -> ChainSampler:
-    return ChainSampler(mutable_chain_fn(bugs), name, "numpy", "cpu", True,
-                        f"verify's float64 chain sampler, bugs={sorted(bugs)}")  # fmt: skip
+    return ChainSampler(
+        mutable_chain_fn(bugs),
+        name,
+        "numpy",
+        "cpu",
+        True,
+        f"verify's float64 chain sampler, bugs={sorted(bugs)}",
+    )
 
 
 def _torch_device(device: str) -> str:
@@ -183,8 +210,15 @@ def specsample_sampler(device: str = "auto", module: str = "specsample.kernels.c
         fn = mod.chain_rejection_sample
     except (ImportError, AttributeError) as exc:
         raise SamplerUnavailable(f"{module}.chain_rejection_sample is not importable yet: {exc}") from exc
-    return ChainSampler(fn, "specsample", "torch", _torch_device(device), True,
-                        f"Triton kernel {module}.chain_rejection_sample", is_kernel=True)  # fmt: skip
+    return ChainSampler(
+        fn,
+        "specsample",
+        "torch",
+        _torch_device(device),
+        True,
+        f"Triton kernel {module}.chain_rejection_sample",
+        is_kernel=True,
+    )
 
 
 _ENGINES = {
@@ -213,8 +247,14 @@ def engine_sampler(engine: str, device: str = "auto") -> ChainSampler:
             f"{label}'s function into our signature) is not available: {exc}"
         ) from exc
     fn = factory()
-    return ChainSampler(fn, engine, getattr(fn, "specsample_inputs", "torch"), _torch_device(device),
-                        _takes_seeds(fn), f"{label} via {compat_module}")  # fmt: skip
+    return ChainSampler(
+        fn,
+        engine,
+        getattr(fn, "specsample_inputs", "torch"),
+        _torch_device(device),
+        _takes_seeds(fn),
+        f"{label} via {compat_module}",
+    )
 
 
 def _takes_seeds(fn) -> bool:
@@ -240,8 +280,14 @@ def target_sampler(spec: str, device: str = "auto") -> ChainSampler:
     except (ImportError, AttributeError, FileNotFoundError) as exc:
         raise SamplerUnavailable(f"--target {spec}: cannot load: {exc}") from exc
     inputs = getattr(fn, "specsample_inputs", "torch")
-    return ChainSampler(fn, spec, inputs, _torch_device(device) if inputs == "torch" else "cpu",
-                        _takes_seeds(fn), f"external function {spec}")  # fmt: skip
+    return ChainSampler(
+        fn,
+        spec,
+        inputs,
+        _torch_device(device) if inputs == "torch" else "cpu",
+        _takes_seeds(fn),
+        f"external function {spec}",
+    )
 
 
 def chain_sampler_for(adapter: str, device: str = "auto") -> ChainSampler:
@@ -252,7 +298,9 @@ def chain_sampler_for(adapter: str, device: str = "auto") -> ChainSampler:
         return specsample_sampler(device)
     if adapter in _ENGINES:
         return engine_sampler(adapter, device)
-    raise ValueError(f"--adapter: expected one of specsample, reference, sglang, vllm, flashinfer; got {adapter!r}")
+    raise ValueError(
+        f"--adapter: expected one of specsample, reference, sglang, vllm, flashinfer; got {adapter!r}"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,9 +326,11 @@ class GumbelSampler:
 
         tdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
         out = self.fn(
-            to_torch(probs, self.device, tdtype), num_samples,
-            seeds=to_torch(seeds, self.device, torch.int64), offsets=to_torch(offsets, self.device, torch.int64),
-        )  # fmt: skip
+            to_torch(probs, self.device, tdtype),
+            num_samples,
+            seeds=to_torch(seeds, self.device, torch.int64),
+            offsets=to_torch(offsets, self.device, torch.int64),
+        )
         idx = out[1] if isinstance(out, (tuple, list)) else out
         return _to_numpy(idx).astype(np.int64).reshape(np.asarray(probs).shape[0], num_samples)
 
@@ -293,11 +343,18 @@ def reference_gumbel_fn(bugs=frozenset()):
 
 
 def reference_gumbel_sampler(bugs=frozenset(), name: str = "reference") -> GumbelSampler:
-    return GumbelSampler(reference_gumbel_fn(bugs), name, "numpy", "cpu",
-                         f"float64 Gumbel-max on the kernel's Philox noise, bugs={sorted(bugs)}")  # fmt: skip
+    return GumbelSampler(
+        reference_gumbel_fn(bugs),
+        name,
+        "numpy",
+        "cpu",
+        f"float64 Gumbel-max on the kernel's Philox noise, bugs={sorted(bugs)}",
+    )
 
 
-def specsample_gumbel_sampler(device: str = "auto", module: str = "specsample.kernels.gumbel") -> GumbelSampler:
+def specsample_gumbel_sampler(
+    device: str = "auto", module: str = "specsample.kernels.gumbel"
+) -> GumbelSampler:
     try:
         mod = importlib.import_module(module)
         fn = mod.fast_sample
@@ -307,5 +364,11 @@ def specsample_gumbel_sampler(device: str = "auto", module: str = "specsample.ke
     def call(probs, num_samples, *, seeds, offsets):
         return fn(probs, num_samples, seeds=seeds, offsets=offsets)
 
-    return GumbelSampler(call, "specsample", "torch", _torch_device(device),
-                         f"Triton kernel {module}.fast_sample", is_kernel=True)  # fmt: skip
+    return GumbelSampler(
+        call,
+        "specsample",
+        "torch",
+        _torch_device(device),
+        f"Triton kernel {module}.fast_sample",
+        is_kernel=True,
+    )

@@ -26,8 +26,13 @@ import pytest
 
 def pytest_addoption(parser):
     group = parser.getgroup("specsample")
-    group.addoption("--specsample-budget", action="store", default="ci", choices=("ci", "standard", "full"),
-                    help="budget of specsample certificates (default: ci)")  # fmt: skip
+    group.addoption(
+        "--specsample-budget",
+        action="store",
+        default="ci",
+        choices=("ci", "standard", "full"),
+        help="budget of specsample certificates (default: ci)",
+    )
 
 
 @dataclass
@@ -48,15 +53,27 @@ class Certification:
         if not self.records:
             raise AssertionError("specsample certification ran no certificate (check laws/only)")
         if self.failed:
-            lines = [f"{len(self.failed)} of {len(self.records)} specsample certificates failed "
-                     f"(laws: {', '.join(self.failed_laws)}):"]  # fmt: skip
+            lines = [
+                f"{len(self.failed)} of {len(self.records)} specsample certificates failed "
+                f"(laws: {', '.join(self.failed_laws)}):"
+            ]
             lines += [f"  {r.case} / {r.law}: {r.statement} {r.detail}"[:400] for r in self.failed[:12]]
             raise AssertionError("\n".join(lines))
         return self
 
 
-def certify(fn_or_sampler, *, family: str = "chain", budget="ci", laws=None, only=None, inputs=None,
-            device: str = "cpu", name: str | None = None, salt: int = 0) -> Certification:  # fmt: skip
+def certify(
+    fn_or_sampler,
+    *,
+    family: str = "chain",
+    budget="ci",
+    laws=None,
+    only=None,
+    inputs=None,
+    device: str = "cpu",
+    name: str | None = None,
+    salt: int = 0,
+) -> Certification:
     """Certify a sampler (a protocol object, or a bare function with our signature) at `budget`."""
     from specsample.verify import runner
     from specsample.verify.budgets import Budget, get_budget

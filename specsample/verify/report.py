@@ -30,8 +30,10 @@ def summary_table(records) -> str:
         c = Counter(r.status for r in recs)
         bad = [r for r in recs if not r.passed]
         note = f"{bad[0].case}: {bad[0].detail or bad[0].statement}" if bad else _best_note(recs)
-        lines.append(f"| {sampler} | {law} | {c['pass']} | {c['fail'] + c['error']} | {c['skip']} | "
-                     f"{note[:160].replace('|', '/')} |")  # fmt: skip
+        lines.append(
+            f"| {sampler} | {law} | {c['pass']} | {c['fail'] + c['error']} | {c['skip']} | "
+            f"{note[:160].replace('|', '/')} |"
+        )
     return "\n".join(lines)
 
 
@@ -54,7 +56,9 @@ def console_table(records) -> str:
     lines = [f"{'sampler':<{width}}  {'law':<17} pass fail skip"]
     for (sampler, law), c in groups.items():
         mark = "  <-- FAIL" if c["fail"] + c["error"] else ""
-        lines.append(f"{sampler:<{width}}  {law:<17} {c['pass']:>4} {c['fail'] + c['error']:>4} {c['skip']:>4}{mark}")
+        lines.append(
+            f"{sampler:<{width}}  {law:<17} {c['pass']:>4} {c['fail'] + c['error']:>4} {c['skip']:>4}{mark}"
+        )
     return "\n".join(lines)
 
 
@@ -90,7 +94,7 @@ def _plots(records, out: Path) -> list[str]:
         cols = 4
         rows = (len(recs) + cols - 1) // cols
         fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False)
-        for ax, r in zip(axes.ravel(), recs):
+        for ax, r in zip(axes.ravel(), recs, strict=False):
             e = np.asarray(r.plot["expected"])
             o = np.asarray(r.plot["observed"])
             x = np.arange(len(e))
@@ -98,7 +102,7 @@ def _plots(records, out: Path) -> list[str]:
             ax.bar(x + 0.2, o, 0.4, label="observed")
             ax.set_title(r.case, fontsize=7)
             ax.set_xticks(x)
-        for ax in axes.ravel()[len(recs):]:
+        for ax in axes.ravel()[len(recs) :]:
             ax.axis("off")
         axes[0, 0].legend(fontsize=7)
         fig.suptitle(f"accepted length a: P(a = j), {sampler}")
@@ -111,7 +115,9 @@ def _plots(records, out: Path) -> list[str]:
     chosen = {}
     for r in joint:  # one plot per (sampler, family): the case with the most cells <= 400
         key = (r.sampler, r.law)
-        if len(r.plot["expected"]) <= 400 and (key not in chosen or len(r.plot["expected"]) > len(chosen[key].plot["expected"])):
+        if len(r.plot["expected"]) <= 400 and (
+            key not in chosen or len(r.plot["expected"]) > len(chosen[key].plot["expected"])
+        ):
             chosen[key] = r
     for r in chosen.values():
         e = np.asarray(r.plot["expected"])
@@ -128,7 +134,11 @@ def _plots(records, out: Path) -> list[str]:
         else:
             ax.set_xlabel("token")
         ax.set_ylabel("probability")
-        ax.set_title(f"{r.sampler}: {r.case} ({r.law}), p={r.pvalue:.3g}", fontsize=9)
+        ax.set_title(
+            f"{r.sampler}: {r.case} ({r.law}), {r.status}, "
+            f"p={r.pvalue if r.pvalue is None else format(r.pvalue, '.3g')}",
+            fontsize=9,
+        )
         ax.legend(fontsize=7)
         fig.tight_layout()
         name = f"frequencies_{_slug(r.sampler)}_{_slug(r.case)}.png"
@@ -145,22 +155,35 @@ def write_report(out_dir, run, *, mutants=None, baseline=None, calibration=None,
     from specsample.verify.stats_bridge import st
 
     certs = [r.to_json() for r in run.records]
-    (out / "certificates.json").write_text(json.dumps(
-        {"budget": run.budget, "device": run.device, "seconds": run.seconds, "unavailable": run.unavailable,
-         "certificates": certs}, indent=1, default=str))  # fmt: skip
+    (out / "certificates.json").write_text(
+        json.dumps(
+            {
+                "budget": run.budget,
+                "device": run.device,
+                "seconds": run.seconds,
+                "unavailable": run.unavailable,
+                "certificates": certs,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     plots = _plots(run.records, out)
     c = Counter(r.status for r in run.records)
     lines = [
         "# specsample verify report",
         "",
         f"Command: `{command}`" if command else "",
-        f"Budget `{run.budget}`, device `{run.device}`, {len(run.records)} certificates in {run.seconds:.1f} s: "
+        f"Budget `{run.budget}`, device `{run.device}`, {len(run.records)} certificates in "
+        f"{run.seconds:.1f} s: "
         f"**{c['pass']} pass, {c['fail'] + c['error']} fail, {c['skip']} skipped**.",
         f"Statistics: `{st.__name__}`.",
         "",
     ]
     if run.unavailable:
-        lines += ["Samplers not certified here:", ""] + [f"- `{n}`: {why}" for n, why in run.unavailable] + [""]
+        lines += (
+            ["Samplers not certified here:", ""] + [f"- `{n}`: {why}" for n, why in run.unavailable] + [""]
+        )
     lines += ["## Summary", "", summary_table(run.records), ""]
     failed = [r for r in run.records if not r.passed]
     if failed:
@@ -170,18 +193,31 @@ def write_report(out_dir, run, *, mutants=None, baseline=None, calibration=None,
         lines.append("")
     lines += ["## Certificates", "", "| sampler | case | law | status | statement |", "|---|---|---|---|---|"]
     for r in run.records:
-        lines.append(f"| {r.sampler} | {r.case} | {r.law} | {r.status} | {r.statement.replace('|', '/')[:300]} |")
+        lines.append(
+            f"| {r.sampler} | {r.case} | {r.law} | {r.status} | {r.statement.replace('|', '/')[:300]} |"
+        )
     lines.append("")
     if mutants is not None:
         killed = sum(m.killed for m in mutants)
-        lines += ["## Mutants", "", f"{killed} of {len(mutants)} planted bugs killed.", "",
-                  "| mutant | applied to | killed | killed by | bug | seen in |", "|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "## Mutants",
+            "",
+            f"{killed} of {len(mutants)} planted bugs killed.",
+            "",
+            "| mutant | applied to | killed | killed by | bug | seen in |",
+            "|---|---|---|---|---|---|",
+        ]
         for m in mutants:
-            lines.append(f"| {m.name} | {m.applied_to} | {'yes' if m.killed else 'NO'} | {', '.join(m.killed_by)} | "
-                         f"{m.description} | {m.anchor} |")  # fmt: skip
+            lines.append(
+                f"| {m.name} | {m.applied_to} | {'yes' if m.killed else 'NO'} | {', '.join(m.killed_by)} | "
+                f"{m.description} | {m.anchor} |"
+            )
         if baseline is not None:
             bad = [r for r in baseline if not r.passed]
-            lines += ["", f"Unmutated baselines: {len(baseline) - len(bad)} of {len(baseline)} certificates pass."]
+            lines += [
+                "",
+                f"Unmutated baselines: {len(baseline) - len(bad)} of {len(baseline)} certificates pass.",
+            ]
         lines.append("")
         (out / "mutants.json").write_text(json.dumps([m.to_json() for m in mutants], indent=1))
     if calibration is not None:

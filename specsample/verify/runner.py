@@ -38,8 +38,22 @@ CHAIN_GLOBAL = {
     "batch_invariance": E.certify_batch_invariance,
     "cuda_graph": E.certify_cuda_graph,
 }
-ALL_LAWS = ("grid", "coupling", "coupling_seeded", "conditional", "accepted_length", "joint", "edge", "determinism",
-            "batch_invariance", "cuda_graph", "gof", "plackett_luce", "zero_mass", "greedy")  # fmt: skip
+ALL_LAWS = (
+    "grid",
+    "coupling",
+    "coupling_seeded",
+    "conditional",
+    "accepted_length",
+    "joint",
+    "edge",
+    "determinism",
+    "batch_invariance",
+    "cuda_graph",
+    "gof",
+    "plackett_luce",
+    "zero_mass",
+    "greedy",
+)
 
 
 def _selected(only, *parts) -> bool:
@@ -80,7 +94,9 @@ def certify_chain(sampler, budget: Budget, *, only=None, case_filter=None, salt=
                     fn = C.certify_conditional if law == "conditional" else C.certify_accepted_length
                     rec = fn(sampler, case, budget, salt, run=fixed_run)
                 except Exception as exc:  # noqa: BLE001 - a crash is a finding
-                    rec = C.CertRecord(sampler.name, case.name, law, "error", f"raised {type(exc).__name__}: {exc}")
+                    rec = C.CertRecord(
+                        sampler.name, case.name, law, "error", f"raised {type(exc).__name__}: {exc}"
+                    )
                 rec.seconds = time.perf_counter() - t0
             else:
                 rec = C.timed(CHAIN_CASE_LAWS[law], sampler, case, budget, salt=salt)
@@ -111,8 +127,11 @@ def _gumbel_global(sampler, case, budget, salt=0):
 
 def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt=0, progress=None, laws=None):
     recs = []
-    fns = {"coupling_seeded": G.certify_gumbel_coupling, "gof": G.certify_gumbel_gof,
-           "plackett_luce": G.certify_plackett_luce}  # fmt: skip
+    fns = {
+        "coupling_seeded": G.certify_gumbel_coupling,
+        "gof": G.certify_gumbel_gof,
+        "plackett_luce": G.certify_plackett_luce,
+    }
     for name, p in G.gumbel_cases(budget.name):
         for law, fn in fns.items():
             if (laws is not None and law not in laws) or not _selected(only, sampler.name, name, law):
@@ -133,15 +152,18 @@ def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt
     return recs
 
 
-def certify_sampler_family(family, sampler, budget, *, only=None, case_filter=None, salt=0, progress=None,
-                           laws=None):  # fmt: skip
+def certify_sampler_family(
+    family, sampler, budget, *, only=None, case_filter=None, salt=0, progress=None, laws=None
+):
     budget = for_sampler(budget, sampler)
     if family == "chain":
-        return certify_chain(sampler, budget, only=only, case_filter=case_filter, salt=salt, progress=progress,
-                             laws=laws)  # fmt: skip
+        return certify_chain(
+            sampler, budget, only=only, case_filter=case_filter, salt=salt, progress=progress, laws=laws
+        )
     if family == "gumbel":
-        return certify_gumbel(sampler, budget, only=only, case_filter=case_filter, salt=salt, progress=progress,
-                              laws=laws)  # fmt: skip
+        return certify_gumbel(
+            sampler, budget, only=only, case_filter=case_filter, salt=salt, progress=progress, laws=laws
+        )
     if family == "logits":
         recs = L.certify_logits(sampler, budget, salt=salt, only=only, laws=laws)
         for r in recs:
@@ -182,7 +204,10 @@ def plan_samplers(adapters, target: str | None, device: str):
             plan.append(("gumbel", reference_gumbel_sampler()))
             plan.append(("logits", L.mutable_logits_sampler(name="reference")))
         if adapter == "specsample":
-            for fam, build in (("gumbel", specsample_gumbel_sampler), ("logits", L.specsample_logits_sampler)):
+            for fam, build in (
+                ("gumbel", specsample_gumbel_sampler),
+                ("logits", L.specsample_logits_sampler),
+            ):
                 try:
                     plan.append((fam, build(device)))
                 except SamplerUnavailable as exc:
@@ -190,12 +215,22 @@ def plan_samplers(adapters, target: str | None, device: str):
     return plan, missing
 
 
-def verify(budget: Budget, *, adapters=("reference", "specsample"), target=None, device="auto", only=None,
-           salt=0, progress: Callable | None = None) -> VerifyRun:  # fmt: skip
+def verify(
+    budget: Budget,
+    *,
+    adapters=("reference", "specsample"),
+    target=None,
+    device="auto",
+    only=None,
+    salt=0,
+    progress: Callable | None = None,
+) -> VerifyRun:
     t0 = time.perf_counter()
     plan, missing = plan_samplers(adapters, target, device)
     run = VerifyRun(budget.name, device, unavailable=missing)
     for family, sampler in plan:
-        run.records += certify_sampler_family(family, sampler, budget, only=only, salt=salt, progress=progress)
+        run.records += certify_sampler_family(
+            family, sampler, budget, only=only, salt=salt, progress=progress
+        )
     run.seconds = time.perf_counter() - t0
     return run

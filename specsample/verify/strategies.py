@@ -21,15 +21,19 @@ U_STEP = 2.0**-24
 
 
 def vocab_sizes(max_vocab: int = 129):
-    return st.one_of(st.sampled_from([v for v in TILE_BOUNDARY_VOCABS if v <= max_vocab]),
-                     st.integers(1, max_vocab))  # fmt: skip
+    return st.one_of(
+        st.sampled_from([v for v in TILE_BOUNDARY_VOCABS if v <= max_vocab]), st.integers(1, max_vocab)
+    )
 
 
 @st.composite
 def prob_rows(draw, rows: int, vocab: int):
     """[rows, V] float64 rows (not yet normalised; every row has mass)."""
-    kind = draw(st.sampled_from(["dirichlet", "sparse", "last_tile", "one_hot", "two_point", "uniform",
-                                 "extreme", "ties"]))  # fmt: skip
+    kind = draw(
+        st.sampled_from(
+            ["dirichlet", "sparse", "last_tile", "one_hot", "two_point", "uniform", "extreme", "ties"]
+        )
+    )
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     if kind == "dirichlet":
         alpha = draw(st.sampled_from([0.01, 0.1, 1.0, 10.0]))

@@ -10,8 +10,22 @@ TARGET = "specsample.verify.examples.sglang_like:chain_sample_sglang_like"
 
 
 def test_reference_passes_and_writes_the_report(tmp_path):
-    rc = main(["verify", "--device", "cpu", "--adapter", "reference", "--no-progress",
-               "--only", "edge", "dirichlet1_V8_K2", "gumbel_dirichlet1_V7", "--report", str(tmp_path)])  # fmt: skip
+    rc = main(
+        [
+            "verify",
+            "--device",
+            "cpu",
+            "--adapter",
+            "reference",
+            "--no-progress",
+            "--only",
+            "edge",
+            "dirichlet1_V8_K2",
+            "gumbel_dirichlet1_V7",
+            "--report",
+            str(tmp_path),
+        ]
+    )
     assert rc == 0
     files = {p.name for p in tmp_path.iterdir()}
     assert {"report.md", "certificates.json", "pvalue_qq.png"} <= files, files
@@ -23,8 +37,20 @@ def test_reference_passes_and_writes_the_report(tmp_path):
 
 
 def test_failing_target_exits_1(tmp_path, capsys):
-    rc = main(["verify", "--device", "cpu", "--target", TARGET, "--only", "edge", "--no-progress",
-               "--report", str(tmp_path)])  # fmt: skip
+    rc = main(
+        [
+            "verify",
+            "--device",
+            "cpu",
+            "--target",
+            TARGET,
+            "--only",
+            "edge",
+            "--no-progress",
+            "--report",
+            str(tmp_path),
+        ]
+    )
     assert rc == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "edge" in out and "norm_sum_zero" in out

@@ -23,10 +23,24 @@ def mutant_run():
 
 def test_catalogue_has_the_required_bugs():
     names = {m.name for m in M.catalogue()}
-    required = {"residual_from_p", "swapped_residual", "unclamped_residual", "inverse_cdf_off_by_one", "reused_coin",
-                "gumbel_p_times_E", "norm_sum_zero_last_token", "norm_sum_zero_token0", "le_accepts_zero_prob",
-                "tile_tail_unmasked", "philox_offset_ignored", "offset_int32_overflow", "invalid_draft_accepted",
-                "greedy_at_T1", "bonus_wrong_position", "gumbel_tile_tail"}  # fmt: skip
+    required = {
+        "residual_from_p",
+        "swapped_residual",
+        "unclamped_residual",
+        "inverse_cdf_off_by_one",
+        "reused_coin",
+        "gumbel_p_times_E",
+        "norm_sum_zero_last_token",
+        "norm_sum_zero_token0",
+        "le_accepts_zero_prob",
+        "tile_tail_unmasked",
+        "philox_offset_ignored",
+        "offset_int32_overflow",
+        "invalid_draft_accepted",
+        "greedy_at_T1",
+        "bonus_wrong_position",
+        "gumbel_tile_tail",
+    }
     assert required <= names, required - names
     assert len(names) >= 15
     assert any(m.applied_to.startswith("kernel") for m in M.catalogue())
@@ -47,6 +61,6 @@ def test_every_mutant_is_killed(mutant_run):
 
 def test_patch_must_match_exactly_once():
     with pytest.raises(ValueError, match="occurs 0 times"):
-        M.patched_module("specsample.verify.examples.sglang_like", [("this text is not in the module", "x")])
-    with pytest.raises(ValueError, match="occurs 2 times|occurs [3-9]"):
-        M.patched_module("specsample.verify.examples.sglang_like", [("np.", "numpy.")])
+        M.patched_module("specsample.verify.examples.sglang_like", [(r"this text is not in the module", "x")])
+    with pytest.raises(ValueError, match=r"occurs ([2-9]|\d\d+) times"):
+        M.patched_module("specsample.verify.examples.sglang_like", [(r"np\.", "numpy.")])

@@ -18,7 +18,9 @@ from specsample.verify.protocol import (
 from specsample.verify.strategies import adversarial_uniform_rows, chain_cases
 
 
-@pytest.mark.parametrize("engine,package", [("sglang", "sglang"), ("vllm", "vllm"), ("flashinfer", "flashinfer")])
+@pytest.mark.parametrize(
+    "engine,package", [("sglang", "sglang"), ("vllm", "vllm"), ("flashinfer", "flashinfer")]
+)
 def test_engine_adapter_names_the_missing_package(engine, package):
     with pytest.raises(SamplerUnavailable, match=f"'{package}'.*not installed"):
         chain_sampler_for(engine, "cpu")
@@ -34,8 +36,13 @@ def test_unknown_adapter_and_bad_target_are_usage_errors():
 
 
 def test_outputs_are_normalised_from_tuple_dict_and_result():
-    t = (torch.tensor([[1, -1]], dtype=torch.int32), torch.tensor([0]), torch.tensor([True]), torch.tensor([True]))
-    for res in (t, dict(zip(("tokens", "num_accepted", "fallback", "valid"), t))):
+    t = (
+        torch.tensor([[1, -1]], dtype=torch.int32),
+        torch.tensor([0]),
+        torch.tensor([True]),
+        torch.tensor([True]),
+    )
+    for res in (t, dict(zip(("tokens", "num_accepted", "fallback", "valid"), t, strict=True))):
         out = as_chain_output(res)
         assert out.tokens.dtype == np.int64 and out.tokens.tolist() == [[1, -1]]
         assert out.fallback.tolist() == [True] and out.valid.tolist() == [True]

@@ -22,16 +22,30 @@ def _failures(records):
 @pytest.mark.parametrize("family", ["chain", "gumbel", "logits"])
 def test_reference_passes_every_ci_certificate(family):
     """alpha = 1e-6 per GOF assertion, eps = 0.04, beta = 1e-3, n per law from the design (module doc)."""
-    sampler = {"chain": reference_sampler(), "gumbel": reference_gumbel_sampler(),
-               "logits": logits_family.mutable_logits_sampler(name="reference")}[family]  # fmt: skip
+    sampler = {
+        "chain": reference_sampler(),
+        "gumbel": reference_gumbel_sampler(),
+        "logits": logits_family.mutable_logits_sampler(name="reference"),
+    }[family]
     recs = runner.certify_sampler_family(family, sampler, get_budget("ci"))
     assert len(recs) >= 20 if family != "logits" else len(recs) == 9
     assert not _failures(recs), _failures(recs)
     laws = {r.law for r in recs if r.status == "pass"}
-    expected = {"chain": {"grid", "coupling", "coupling_seeded", "conditional", "accepted_length", "joint", "edge",
-                          "determinism", "batch_invariance"},
-                "gumbel": {"coupling_seeded", "gof", "plackett_luce", "zero_mass"},
-                "logits": {"coupling_seeded", "greedy", "conditional"}}[family]  # fmt: skip
+    expected = {
+        "chain": {
+            "grid",
+            "coupling",
+            "coupling_seeded",
+            "conditional",
+            "accepted_length",
+            "joint",
+            "edge",
+            "determinism",
+            "batch_invariance",
+        },
+        "gumbel": {"coupling_seeded", "gof", "plackett_luce", "zero_mass"},
+        "logits": {"coupling_seeded", "greedy", "conditional"},
+    }[family]
     assert expected <= laws, f"laws that never passed: {expected - laws}"
 
 
@@ -39,7 +53,8 @@ def test_verify_baseline_equals_project_reference():
     """The unmutated base of the reference mutants is token-for-token the project reference (so a
     killed mutant differs from the reference only by its planted bug): compared on the coupling
     certificate of every ci case, which runs the baseline against specsample.reference.chain."""
-    recs = runner.certify_sampler_family("chain", mutable_sampler(), get_budget("ci"),
-                                         laws=("coupling", "coupling_seeded", "edge"))  # fmt: skip
+    recs = runner.certify_sampler_family(
+        "chain", mutable_sampler(), get_budget("ci"), laws=("coupling", "coupling_seeded", "edge")
+    )
     assert not _failures(recs), _failures(recs)
     assert all("0 mismatches" in r.statement or r.law == "edge" for r in recs), [r.statement for r in recs]

@@ -8,8 +8,12 @@ TARGET = "specsample.verify.examples.sglang_like:chain_sample_sglang_like"
 
 
 def test_sglang_like_target_fails_naming_the_laws():
-    run = runner.verify(get_budget("ci"), target=TARGET, device="cpu",
-                        only=["edge", "dirichlet1_V8_K2/grid", "p_equals_q_V12_K2/coupling"])  # fmt: skip
+    run = runner.verify(
+        get_budget("ci"),
+        target=TARGET,
+        device="cpu",
+        only=["edge", "dirichlet1_V8_K2/grid", "p_equals_q_V12_K2/coupling"],
+    )
     failed = {r.law: r for r in run.failed}
     assert {"edge", "grid", "coupling"} <= set(failed), sorted(failed)
     # the V-1 fallback is named by the edge certificate, the reused coin by the grid certificate

@@ -20,8 +20,16 @@ import torch
 from specsample.reference.philox import chain_uniforms
 
 
-def chain_sample_sglang_like(target_probs, draft_token_ids, draft_probs=None, *, num_draft_tokens=None,
-                             uniforms=None, seeds=None, offsets=None):  # fmt: skip
+def chain_sample_sglang_like(
+    target_probs,
+    draft_token_ids,
+    draft_probs=None,
+    *,
+    num_draft_tokens=None,
+    uniforms=None,
+    seeds=None,
+    offsets=None,
+):
     """Chain rejection sampling with SGLang's V-1 fallback and reused acceptance coin (see module)."""
     p = target_probs.detach().cpu().float().numpy().astype(np.float64)
     x = draft_token_ids.detach().cpu().numpy().astype(np.int64)
@@ -66,5 +74,9 @@ def chain_sample_sglang_like(target_probs, draft_token_ids, draft_probs=None, *,
             cs = np.cumsum(r)
             tokens[b, j] = min(int(np.searchsorted(cs, coin * total, side="right")), vocab - 1)
         accepted[b] = j
-    return (torch.from_numpy(tokens).to(torch.int32), torch.from_numpy(accepted).to(torch.int32),
-            torch.zeros(bsz, dtype=torch.bool), torch.ones(bsz, dtype=torch.bool))  # fmt: skip
+    return (
+        torch.from_numpy(tokens).to(torch.int32),
+        torch.from_numpy(accepted).to(torch.int32),
+        torch.zeros(bsz, dtype=torch.bool),
+        torch.ones(bsz, dtype=torch.bool),
+    )
