@@ -171,7 +171,8 @@ def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator) -> None:
     RESULTS["coupling"].append(row)
     print("coupling", row, flush=True)
     check(unambiguous == 0, f"coupling V={vocab}: {unambiguous} unambiguous mismatches")
-    check(cert.tv_bound <= 1e-3, f"coupling V={vocab}: TV UCB {cert.tv_bound:.3g} > 1e-3")
+    # the smoke run's 2048 rows cannot certify 1e-3 (needs >= 13816 rows with no mismatch)
+    check(SMOKE or cert.tv_bound <= 1e-3, f"coupling V={vocab}: TV UCB {cert.tv_bound:.3g} > 1e-3")
 
 
 def int64_offsets(gen: torch.Generator) -> None:
