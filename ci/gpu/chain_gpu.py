@@ -287,7 +287,7 @@ def law_run(vocab: int, classic: bool, drafts: str, source: str, n_rows: int, ge
     if source == "generator":
         res = chain_rejection_sample(p_b, x, q_b, generator=gen)
     else:
-        seeds = torch.randint(-(2**63), 2**63 - 1, (n_rows,), generator=gen, device=DEV, dtype=torch.int64)
+        seeds = torch.randint(-(2**62), 2**62, (n_rows,), generator=gen, device=DEV, dtype=torch.int64)
         offsets = torch.randint(0, 2**62, (n_rows,), generator=gen, device=DEV, dtype=torch.int64)
         res = chain_rejection_sample(p_b, x, q_b, seeds=seeds, offsets=offsets)
     a = res.num_accepted.long()
@@ -342,7 +342,7 @@ def graph_run(
     joint = law.joint_with_invalid().ravel()
     counts = torch.zeros(joint.size, dtype=torch.float64, device=DEV)
     ones = torch.ones(batch, dtype=torch.float64, device=DEV)
-    seeds = torch.randint(-(2**63), 2**63 - 1, (batch,), generator=gen, device=DEV, dtype=torch.int64)
+    seeds = torch.randint(-(2**62), 2**62, (batch,), generator=gen, device=DEV, dtype=torch.int64)
     offsets = torch.zeros(batch, dtype=torch.int64, device=DEV)
     graph = torch.cuda.CUDAGraph()
     rng = torch.Generator(device=DEV).manual_seed(1234)
