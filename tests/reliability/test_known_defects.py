@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from reliability_memcheck import memcheck
 
 import specsample as ss
 from specsample.reference import gumbel as rg
@@ -63,3 +64,31 @@ def test_logits_reference_accepts_a_draft_whose_q_underflows():
         lg.numpy(), x.numpy(), dl.numpy(), **{k: v.numpy() for k, v in kw.items()}
     )
     assert np.asarray(ref.num_accepted).tolist() == [1] * batch
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="temperature strides ignored (out-of-bounds read), owner: specsample/kernels/gumbel.py",
+)
+@pytest.mark.parametrize("layout", ["1-element", "0-d", "strided [B]"])
+def test_gumbel_temperature_tensor_layouts(layout):
+    """sample_from_logits / renorm_draft_probs with a temperature tensor that is documented as
+    accepted but not contiguous [B]: `_temperature_arg` turns a 1-element or 0-d tensor into a
+    stride-0 expand and keeps a strided [B] view, and the kernels load `temperature_ptr + row`,
+    ignoring the stride. 1-element / 0-d: rows >= 1 read past the tensor (the CPU memcheck reports
+    it; on the GPU it is an out-of-bounds read) and get garbage temperatures (NaN probabilities,
+    wrong tokens); strided: rows read the wrong element. Here every intended temperature is 0
+    (greedy): the token must be the argmax and renorm's row its one-hot, with no access outside the
+    tensors. Should: pass the temperature stride to the kernels (or make the tensor contiguous)."""
+    batch, vocab = 6, 5
+    logits = torch.tensor(np.random.default_rng(0).normal(size=(batch, vocab)), dtype=torch.float32)
+    temperature = {"1-element": torch.zeros(1), "0-d": torch.tensor(0.0),
+                   "strided [B]": torch.tensor([0.0, 9.0] * batch)[::2]}[layout]  # fmt: skip
+    seeds, offsets = torch.arange(batch), torch.zeros(batch, dtype=torch.int64)
+    with memcheck() as report:
+        token = ss.sample_from_logits(logits, temperature, seeds=seeds, offsets=offsets)
+        probs = ss.renorm_draft_probs(logits, temperature)
+    argmax = logits.argmax(1)
+    assert token.tolist() == argmax.tolist()
+    assert torch.equal(probs, torch.nn.functional.one_hot(argmax, vocab).float())
+    report.assert_clean()
