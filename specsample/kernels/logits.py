@@ -8,7 +8,7 @@ temperature, greedy rows), without materialising any probability tensor.
 
 with clean(l) = l if l is finite else -inf: NaN and +-inf logits carry no mass (a +inf logit is
 treated as invalid, not as "all the mass"). T_b == 0 rows are greedy; 0 < T_b < inf rows are sampled
-(with T_b raised to at least 2^-126, the smallest normal float32); any other temperature (negative,
+(with T_b clamped to [2^-126, 2^100]: 1/T stays a normal float32); any other temperature (negative,
 NaN, inf) makes the row invalid: tokens all -1, num_accepted 0, valid False.
 
 Randomness is a pure function of (seed_b, offset_b, position, token): the acceptance uniform of draft
@@ -58,13 +58,15 @@ from specsample.kernels.result import SampleResult
 _LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _ID_DTYPES = (torch.int32, torch.int64)
 _INTERP_TILE_ELEMENTS = 1 << 20  # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter
-MIN_TEMPERATURE = 2.0**-126  # sampled rows use max(T, this): 1/T stays finite in float32
+MIN_TEMPERATURE = 2.0**-126  # sampled rows use T clamped to [MIN_TEMPERATURE, MAX_TEMPERATURE], so that
+MAX_TEMPERATURE = 2.0**100  # 1/T is a normal float32 (neither inf nor flushed to zero)
 
 _LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 _LN2: tl.constexpr = tl.constexpr(0.6931471805599453)
 _NEG_INF: tl.constexpr = tl.constexpr(float("-inf"))
 _INF: tl.constexpr = tl.constexpr(float("inf"))
 _MIN_T: tl.constexpr = tl.constexpr(MIN_TEMPERATURE)
+_MAX_T: tl.constexpr = tl.constexpr(MAX_TEMPERATURE)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -82,11 +84,11 @@ def _clean_logits(values):
 @triton.jit
 def _row_params(b, b_ok, temp_ptr, s_temp, n_ptr, sn_b, K: tl.constexpr, RAGGED: tl.constexpr):
     """(sampled, greedy, 1/T, n) of requests b: sampled iff 0 < T < inf, greedy iff T == 0; 1/T uses
-    max(T, 2^-126) on sampled rows and 1 elsewhere; n = num_draft_tokens clamped to [0, K]."""
+    T clamped to [2^-126, 2^100] on sampled rows and 1 elsewhere; n = num_draft_tokens clamped to [0, K]."""
     temp = tl.load(temp_ptr + b * s_temp, mask=b_ok, other=-1.0).to(tl.float32)
     sampled = b_ok & (temp > 0.0) & (temp < _INF)
     greedy = b_ok & (temp == 0.0)
-    inv_t = tl.where(sampled, 1.0 / tl.maximum(temp, _MIN_T), 1.0)
+    inv_t = tl.where(sampled, 1.0 / tl.minimum(tl.maximum(temp, _MIN_T), _MAX_T), 1.0)
     if RAGGED:
         n = tl.load(n_ptr + b * sn_b, mask=b_ok, other=0).to(tl.int64)
         n = tl.minimum(tl.maximum(n, 0), K)

@@ -3,7 +3,8 @@
 Semantics (docs/semantics.md transposed to logits; the kernel module docstring restates them):
 
 - clean(l) = l if l is finite else -inf (NaN and +-inf logits carry no mass).
-- Per request, temperature T: T == 0 greedy; 0 < T < inf sampled with T_eff = max(T, 2^-126);
+- Per request, temperature T: T == 0 greedy; 0 < T < inf sampled with T_eff = T clamped to
+  [2^-126, 2^100] (1/T_eff is a normal float32 in the kernel);
   anything else makes the row invalid (tokens all -1, num_accepted 0, valid False, fallback False).
 - Sampled rows: p_i = softmax(clean(target_logits[i]) / T_eff), q_i = softmax(clean(draft_logits[i]) / T_eff)
   (a row with no finite logit is all zeros), then the chain semantics of docs/semantics.md with
@@ -14,12 +15,18 @@ Semantics (docs/semantics.md transposed to logits; the kernel module docstring r
 - Greedy rows: accept x_i iff it is in range and equals the smallest argmax of clean(target_logits[i]);
   the emitted token is the argmax of row j (-1 and not valid if that row has no finite logit).
 
-Ambiguity (for coupling tests). With relative tolerance `tol` a row is ambiguous when one of its
-decisions could flip under the kernel's float32 arithmetic: an acceptance test up to the first
-rejection with |u q(x) - p(x)| <= tol max(p(x), u q(x)); a race whose winner's score
-log r_w - log E_w is within tol (1 + (p_v + q_v) / r_v) (for both tokens) of another token's score,
-counting tokens with r_v = 0 but |p_v - q_v| <= tol (p_v + q_v) at r_v = tol (p_v + q_v); or a
-fallback decision that such tokens could flip. Greedy rows are never ambiguous.
+Every comparison is made in logs (log p = (l - M) / T - log S in float64), so it stays exact where
+p or q underflow (tiny T): q(x) > 0 means a finite draft logit, and a residual can live entirely
+on tokens whose probabilities are below the float64 range.
+
+Ambiguity (for coupling tests). A row is ambiguous when one of its decisions could flip under the
+kernel's float32 arithmetic, with slack s = tol + ROUNDING * (sum of the |log-probabilities| compared):
+an acceptance test up to the first rejection with |log u + log q(x) - log p(x)| <= s (one-hot:
+|log u - log p(x)| <= s); a race whose winner's score log r_w - log E_w is within
+err_v = tol (1 + (p_v + q_v) / r_v) + ROUNDING (|log r_v| + |log p_v| + |log E_v|) (for both
+tokens) of another token's score, counting tokens with r_v = 0 but |log p_v - log q_v| <= s at
+r_v = tol (p_v + q_v); or a fallback decision that such tokens could flip. Greedy rows are never
+ambiguous.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from specsample.reference.philox import (
     gumbel_exponentials,
 )
 
-MIN_TEMPERATURE = 2.0**-126  # sampled rows use max(T, this), as the kernel does
+MIN_TEMPERATURE = 2.0**-126  # sampled rows use T clamped to [MIN_TEMPERATURE, MAX_TEMPERATURE],
+MAX_TEMPERATURE = 2.0**100  # as the kernel does
+ROUNDING = 1e-6  # float32 relative error budget of the kernel's log-probabilities (~16 ulp)
 
 
 class LogitsReferenceResult(NamedTuple):
@@ -59,7 +68,7 @@ def row_kinds(temperature) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     t = np.asarray(temperature, dtype=np.float64)
     sampled = (t > 0) & np.isfinite(t)
     greedy = t == 0
-    t_eff = np.where(sampled, np.maximum(t, MIN_TEMPERATURE), 1.0)
+    t_eff = np.where(sampled, np.clip(t, MIN_TEMPERATURE, MAX_TEMPERATURE), 1.0)
     return sampled, greedy, t_eff
 
 
@@ -68,7 +77,7 @@ def softmax_logits(logits, temperature) -> np.ndarray:
     against the leading axes ([B] for [B, ..., V] logits). Rows without a finite logit are 0."""
     cl = clean_logits(logits)
     t = np.asarray(temperature, dtype=np.float64)
-    t = np.maximum(t, MIN_TEMPERATURE).reshape(t.shape + (1,) * (cl.ndim - t.ndim))
+    t = np.clip(t, MIN_TEMPERATURE, MAX_TEMPERATURE).reshape(t.shape + (1,) * (cl.ndim - t.ndim))
     top = cl.max(axis=-1, keepdims=True)
     shift = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -76,6 +85,20 @@ def softmax_logits(logits, temperature) -> np.ndarray:
     z = np.where(np.isfinite(cl), z, 0.0)
     total = z.sum(axis=-1, keepdims=True)
     return np.divide(z, total, out=np.zeros_like(z), where=total > 0)
+
+
+def log_softmax_logits(logits, temperature) -> np.ndarray:
+    """log softmax(clean(logits) / T_eff) over the last axis in float64 (-inf = no mass; rows without
+    a finite logit are all -inf). Exact in logs where softmax_logits would underflow (tiny T)."""
+    cl = clean_logits(logits)
+    t = np.asarray(temperature, dtype=np.float64)
+    t = np.clip(t, MIN_TEMPERATURE, MAX_TEMPERATURE).reshape(t.shape + (1,) * (cl.ndim - t.ndim))
+    top = cl.max(axis=-1, keepdims=True)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        z = np.where(np.isfinite(cl), (cl - shift) / t, -np.inf)
+        total = np.exp(z).sum(axis=-1, keepdims=True)
+        return np.where(total > 0, z - np.log(total), -np.inf)
 
 
 def first_argmax(logits) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +129,8 @@ def rejection_sample_logits_reference(
     tol: float = 1e-4,
 ) -> LogitsReferenceResult:
     """The kernel's output computed in float64 from the same Philox words (numpy arrays or torch
-    tensors in; numpy out). Vectorised over the batch: materialises p and q, which is fine here."""
+    tensors in; numpy out). Vectorised over the batch: materialises log p and log q (every decision
+    is taken in logs, so probabilities below the float64 range still compare exactly)."""
     lg = _as_numpy("target_logits", target_logits, np.float64)
     batch, k_plus_1, vocab = lg.shape
     num_k = k_plus_1 - 1
@@ -122,11 +146,16 @@ def rejection_sample_logits_reference(
     classic = dl is not None and num_k > 0
 
     sampled, greedy, t_eff = row_kinds(temp)
-    p = softmax_logits(lg, t_eff)  # [B, K+1, V]
-    q = softmax_logits(dl, t_eff) if classic else None  # [B, K, V]
+    lp = log_softmax_logits(lg, t_eff)  # [B, K+1, V], -inf = no mass
+    lq = log_softmax_logits(dl, t_eff) if classic else None  # [B, K, V]
     arg, nonempty = first_argmax(lg)  # [B, K+1]
     u = chain_uniforms(seeds, offsets, max(num_k, 1), stream=STREAM_LOGITS_UNIFORM)[:, :num_k]
+    with np.errstate(divide="ignore"):
+        log_u = np.log(u)
     rows = np.arange(batch)
+
+    def slack(*logs):  # the kernel's float32 error on log-probabilities of these magnitudes
+        return tol + ROUNDING * sum(np.where(np.isfinite(v), np.abs(v), 0.0) for v in logs)
 
     alive = sampled | greedy
     a = np.zeros(batch, dtype=np.int64)
@@ -136,15 +165,16 @@ def rejection_sample_logits_reference(
         xi = x[:, i]
         ok = active & (xi >= 0) & (xi < vocab)
         xs = np.where(ok, xi, 0)
-        p_x = np.where(ok, p[rows, i, xs], 0.0)
-        if classic:
-            q_x = np.where(ok, q[rows, i, xs], 0.0)
-            uq = u[:, i] * q_x
-            acc_s = ok & (q_x > 0) & (uq < p_x)
-            amb = ok & (q_x > 0) & (np.abs(uq - p_x) <= tol * np.maximum(p_x, uq))
-        else:
-            acc_s = ok & (u[:, i] < p_x)
-            amb = ok & (np.abs(u[:, i] - p_x) <= tol * p_x)
+        lp_x = np.where(ok, lp[rows, i, xs], -np.inf)
+        with np.errstate(invalid="ignore"):
+            if classic:  # u q(x) < p(x), in logs: exact for probabilities far below float64 range
+                lq_x = np.where(ok, lq[rows, i, xs], -np.inf)
+                lhs = log_u[:, i] + lq_x
+                acc_s = ok & np.isfinite(lq_x) & (lhs < lp_x)
+                amb = ok & np.isfinite(lq_x) & (np.abs(lhs - lp_x) <= slack(lp_x, lq_x, log_u[:, i]))
+            else:
+                acc_s = ok & (log_u[:, i] < lp_x)
+                amb = ok & (np.abs(log_u[:, i] - lp_x) <= slack(lp_x, log_u[:, i]))
         acc_g = ok & (xi == arg[:, i]) & nonempty[:, i]
         accept = np.where(sampled, acc_s, acc_g)
         ambiguous |= active & sampled & amb
@@ -154,37 +184,41 @@ def rejection_sample_logits_reference(
     j = np.minimum(a, n)
     rejected = j < n
 
-    # emitted token, sampled rows: exponential race over the residual of row j
-    p_j = p[rows, j]  # [B, V]
-    if classic:
-        q_j = np.where(rejected[:, None], q[rows, np.minimum(j, num_k - 1)], 0.0)
-        r = np.maximum(p_j - q_j, 0.0)
-        near = (p_j > 0) & (np.abs(p_j - q_j) <= tol * (p_j + q_j))
-        near &= rejected[:, None]
-    else:
-        q_j = np.zeros_like(p_j)
-        r = p_j.copy()
-        xj = np.where(rejected, x[rows, np.minimum(j, num_k - 1)], -1) if num_k else np.full(batch, -1)
-        hit = rejected & (xj >= 0) & (xj < vocab)
-        r[hit, np.where(hit, xj, 0)[hit]] = 0.0
-        near = np.zeros_like(p_j, dtype=bool)
-    has_r = (r > 0).any(axis=1)
-    could_be_r = has_r | (near & (r == 0)).any(axis=1)
-    fallback = sampled & rejected & ~has_r
-    solid_r = (r > tol * (p_j + q_j)).any(axis=1)
-    ambiguous |= sampled & rejected & (has_r != could_be_r)  # empty could become non-empty
-    ambiguous |= sampled & rejected & has_r & ~solid_r  # non-empty could become empty
-    weights = np.where(fallback[:, None], p_j, r)
-    slack = np.where(fallback[:, None], 0.0, q_j)
-    e = gumbel_exponentials(seeds, offsets, vocab, stream=STREAM_LOGITS_RESIDUAL, position=j)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scores = np.where(weights > 0, np.log(weights) - np.log(e), -np.inf)
-        err = tol * (1.0 + (p_j + slack) / weights)  # cancellation in p - q scales the error
-        upper = np.where(weights > 0, scores + err, -np.inf)
-        ghost = np.where(fallback[:, None], False, near & (weights == 0))
-        upper = np.where(ghost, np.log(tol * (p_j + q_j)) - np.log(e) + tol, upper)
+    # emitted token, sampled rows: exponential race over the residual of row j, in logs:
+    # log r = log p + log(1 - q/p) where p > q (classic), log p off x_j (one-hot), log p (bonus)
+    lp_j = lp[rows, j]  # [B, V]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        if classic:
+            lq_j = np.where(rejected[:, None], lq[rows, np.minimum(j, num_k - 1)], -np.inf)
+            gap = np.where(lp_j > lq_j, lq_j - lp_j, -1.0)  # log(q/p) < 0 where r > 0
+            log_r = np.where(lp_j > lq_j, lp_j + np.log(-np.expm1(gap)), -np.inf)
+            cancel = np.where(lp_j > lq_j, (1.0 + np.exp(gap)) / -np.expm1(gap), 1.0)  # (p + q) / r
+            tie = np.abs(lp_j - lq_j) <= slack(lp_j, lq_j)
+            near = rejected[:, None] & np.isfinite(lp_j) & tie  # r could change sign
+        else:
+            lq_j = np.full_like(lp_j, -np.inf)
+            log_r = lp_j.copy()
+            xj = np.where(rejected, x[rows, np.minimum(j, num_k - 1)], -1) if num_k else np.full(batch, -1)
+            hit = rejected & (xj >= 0) & (xj < vocab)
+            log_r[hit, np.where(hit, xj, 0)[hit]] = -np.inf
+            cancel = np.ones_like(lp_j)
+            near = np.zeros_like(lp_j, dtype=bool)
+        has_r = np.isfinite(log_r).any(axis=1)
+        fallback = sampled & rejected & ~has_r
+        solid = np.isfinite(log_r) & ~near
+        ambiguous |= sampled & rejected & ~has_r & near.any(axis=1)  # empty could become non-empty
+        ambiguous |= sampled & rejected & has_r & ~solid.any(axis=1)  # non-empty could become empty
+        weights = np.where(fallback[:, None], lp_j, log_r)
+        cancel = np.where(fallback[:, None], 1.0, cancel)
+        log_e = np.log(gumbel_exponentials(seeds, offsets, vocab, stream=STREAM_LOGITS_RESIDUAL, position=j))
+        scores = weights - log_e
+        err = tol * (1.0 + cancel) + ROUNDING * (np.abs(weights) + np.abs(lp_j) + np.abs(log_e))
+        upper = np.where(np.isfinite(scores), scores + err, -np.inf)
+        ghost = ~fallback[:, None] & near & ~np.isfinite(log_r)  # r = 0 here, but barely
+        ghost_r = np.log(tol) + lp_j + np.logaddexp(0.0, lq_j - lp_j)  # r <= tol (p + q)
+        upper = np.where(ghost, ghost_r - log_e + err, upper)
     winner = scores.argmax(axis=1)
-    race_ok = weights.sum(axis=1) > 0
+    race_ok = np.isfinite(weights).any(axis=1)
     lower_w = scores[rows, winner] - err[rows, winner]
     upper[rows, winner] = -np.inf
     ambiguous |= sampled & race_ok & (upper.max(axis=1) >= lower_w)

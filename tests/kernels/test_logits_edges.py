@@ -224,3 +224,19 @@ def test_stride_zero_and_strided_inputs_are_read_in_place():
         assert torch.equal(a, b)
     ref = rejection_sample_logits_reference(lg, x, dl, **kw)
     assert np.array_equal(strided.tokens.numpy()[~ref.ambiguous], ref.tokens[~ref.ambiguous])
+
+
+def test_extreme_temperatures_follow_reference():
+    """T in {1e-30, 1e-6, 1e6, 1e38} (sampled; T is clamped to [2^-126, 2^100] in both) on 800 requests
+    with small-integer logits (exact ties): the kernel equals the float64 reference outside its
+    ambiguity flags. Tiny T makes p the uniform law over the tied maxima, huge T the uniform law
+    over the finite logits."""
+    seed = current_test_seed()
+    case = make_batch(seed, 800, 2, 19, classic=True)
+    rng = np.random.default_rng(seed)
+    case["target_logits"] = torch.tensor(rng.integers(-3, 3, (800, 3, 19)), dtype=torch.float32)
+    case["draft_logits"] = torch.tensor(rng.integers(-3, 3, (800, 2, 19)), dtype=torch.float32)
+    case["temperature"] = torch.tensor(rng.choice([1e-30, 1e-6, 1e6, 1e38], 800), dtype=torch.float32)
+    kernel, ref = run_both(case)
+    assert not np.any(row_mismatch(kernel, ref) & ~ref.ambiguous)
+    assert kernel[3].all()
