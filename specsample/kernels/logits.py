@@ -577,7 +577,7 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
             "race_block": race_block, "race_tiles": max(1, min(4, triton.cdiv(vocab, race_block))),
             "stats_rows": 1, "race_rows": 1, "stats_warps": 8, "race_warps": 4,
         }  # fmt: skip
-    cfg.update({"fused": False, "lag": 16, "fused_warps": 8, "max_spin": 1 << 20})
+        cfg.update({"fused": False, "lag": 16, "fused_warps": 8, "max_spin": 1 << 20})
     cfg.update(overrides or {})
     if cfg["fused"]:  # one request row per program in the single-launch schedule
         cfg["stats_rows"] = cfg["race_rows"] = 1
