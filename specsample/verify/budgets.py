@@ -5,8 +5,7 @@
            power 1 - 1e-3 against TV >= 0.04 on every GOF law; coupling TV <= 2e-3 at delta = 1e-6.
 `standard` GPU default: alpha = 1e-7, beta = 1e-6, eps = 0.01; coupling on 10^6 rows.
 `full`     H200, millions of rows per case (<= 10 minutes): alpha = 1e-9, beta = 1e-9, eps = 0.005 on GOF
-           (capped by `gof_max_rows`),
-           coupling on 4 10^6 rows (TV <= 3.5e-6 at delta = 1e-6 with 0 mismatches).
+           (capped at 8 10^6 rows), coupling on 4 10^6 rows (TV <= 3.5e-6 at delta = 1e-6 with 0 mismatches).
 """
 
 from __future__ import annotations
@@ -38,42 +37,24 @@ class Budget:
 
 
 BUDGETS = {
-    "ci": Budget("ci", 1e-6, 1e-3, 0.04, 4_000, 60_000, 16_384, 1e-6, 2e-3, 4_096, 128, 128, 16, 0),
+    "ci": Budget(
+        "ci", alpha=1e-6, beta=1e-3, eps=0.04, gof_min_rows=4_000, gof_max_rows=60_000,
+        coupling_rows=16_384, coupling_delta=1e-6, coupling_eps=2e-3, seeded_rows=4_096,
+        grid_n1=128, grid_n2=128, gumbel_plackett_max_vocab=16, graph_replays=0,
+    ),
     "standard": Budget(
-        "standard",
-        1e-7,
-        1e-6,
-        0.01,
-        100_000,
-        2_000_000,
-        1_000_000,
-        1e-6,
-        5e-5,
-        262_144,
-        512,
-        512,
-        64,
-        2_000,
-        1 << 29,
+        "standard", alpha=1e-7, beta=1e-6, eps=0.01, gof_min_rows=100_000, gof_max_rows=2_000_000,
+        coupling_rows=1_000_000, coupling_delta=1e-6, coupling_eps=5e-5, seeded_rows=262_144,
+        grid_n1=512, grid_n2=512, gumbel_plackett_max_vocab=64, graph_replays=2_000,
+        reference_elements=1 << 29,
     ),
     "full": Budget(
-        "full",
-        1e-9,
-        1e-9,
-        0.005,
-        1_000_000,
-        16_000_000,
-        4_000_000,
-        1e-6,
-        1e-5,
-        1_048_576,
-        1024,
-        1024,
-        128,
-        10_000,
-        1 << 31,
+        "full", alpha=1e-9, beta=1e-9, eps=0.005, gof_min_rows=1_000_000, gof_max_rows=8_000_000,
+        coupling_rows=4_000_000, coupling_delta=1e-6, coupling_eps=1e-5, seeded_rows=1_048_576,
+        grid_n1=1024, grid_n2=1024, gumbel_plackett_max_vocab=128, graph_replays=10_000,
+        reference_elements=1 << 31,
     ),
-}
+}  # fmt: skip
 
 
 def get_budget(name: str) -> Budget:

@@ -103,6 +103,16 @@ def _draw_drafts(rng, q_or_p: np.ndarray) -> np.ndarray:
     return np.array([rng.choice(d.shape[1], p=row) for row in d], np.int64)
 
 
+def _overlap_drafts(rng, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Fixed drafts whose acceptance probability min(1, p/q) is closest to 1/2 (ties: first id), so
+    the fixed-draft laws see acceptances and rejections at every position."""
+    k = q.shape[0]
+    pc, qc = np.clip(p[:k], 0, None), np.clip(q, 0, None)
+    beta = np.where(qc > 0, np.minimum(1.0, pc / np.where(qc > 0, qc, 1.0)), -1.0)
+    score = np.where(beta >= 0, np.minimum(beta, 1.0 - beta), -1.0)
+    return np.argmax(score, axis=1).astype(np.int64)
+
+
 def dirichlet_case(vocab: int, k: int, alpha: float, one_hot: bool = False, dtype="float32") -> ChainCase:
     name = (
         f"dirichlet{alpha:g}_V{vocab}_K{k}"
@@ -112,7 +122,7 @@ def dirichlet_case(vocab: int, k: int, alpha: float, one_hot: bool = False, dtyp
     rng = case_rng(name)
     p = rng.dirichlet(np.full(vocab, alpha), size=k + 1)
     q = None if one_hot else rng.dirichlet(np.full(vocab, alpha), size=k)
-    drafts = _draw_drafts(rng, p[:k] if one_hot else q)
+    drafts = _draw_drafts(rng, p[:k]) if one_hot else _overlap_drafts(rng, p, q)
     return _make(name, "dirichlet", p, q, drafts, dtype=dtype, note=f"Dirichlet({alpha:g}) rows")
 
 
@@ -131,7 +141,7 @@ def sparse_case(vocab: int, k: int, last_tile_only: bool = False) -> ChainCase:
         qmask[:, rng.integers(vocab)] = True
     p = rng.random((k + 1, vocab)) * mask
     q = rng.random((k, vocab)) * qmask
-    drafts = _draw_drafts(rng, q)
+    drafts = _overlap_drafts(rng, p, q)
     return _make(
         name,
         "sparse",
@@ -179,7 +189,7 @@ def extreme_range_case(vocab: int, k: int) -> ChainCase:
     p = 10.0 ** (-rng.uniform(0, 30, size=(k + 1, vocab)))
     q = 10.0 ** (-rng.uniform(0, 30, size=(k, vocab)))
     p[:, 0] = 1.0
-    drafts = _draw_drafts(rng, q)
+    drafts = _overlap_drafts(rng, p, q)
     return _make(
         name, "extreme_range", p, q, drafts, note="probabilities spanning 1e-30..1 (float32 denormals)"
     )

@@ -294,10 +294,10 @@ def run_mutants(
 ):
     """Certify each mutant at `budget`; returns (list[MutantResult], baseline records).
 
-    Reference mutants run every certificate (killed_by lists every law that failed) unless
-    `stop_at_first_kill`. Kernel mutants run under the interpreter on the CPU, so by default they
-    use `kernel_case_filter` (default: DEFAULT_KERNEL_MUTANT_CASES) and stop at the first failed
-    certificate; the baseline for them is the unmutated kernel, certified by `make verify` itself."""
+    Every mutant runs every certificate (killed_by lists every law that failed) unless
+    `stop_at_first_kill`. Kernel mutants run under the interpreter on the CPU, so they use
+    `kernel_case_filter` (default: DEFAULT_KERNEL_MUTANT_CASES); the baseline for them is the
+    unmutated kernel, certified by `make verify` itself."""
     from specsample.verify import logits_family, runner
 
     if kernel_case_filter is None:
@@ -332,7 +332,7 @@ def run_mutants(
             if progress:
                 progress(m.name, False)
             continue
-        stop = stop_at_first_kill or kernel
+        stop = stop_at_first_kill
         recs = []
 
         def collect(rec, recs=recs, stop=stop):

@@ -62,7 +62,7 @@ def console_table(records) -> str:
     return "\n".join(lines)
 
 
-def _plots(records, out: Path) -> list[str]:
+def _plots(records, out: Path, calibration_pvalues=None) -> list[str]:
     try:
         import matplotlib
 
@@ -86,6 +86,20 @@ def _plots(records, out: Path) -> list[str]:
         fig.savefig(out / "pvalue_qq.png", dpi=90)
         plt.close(fig)
         made.append("pvalue_qq.png")
+    if calibration_pvalues is not None and len(calibration_pvalues):
+        cal = np.sort(np.asarray(calibration_pvalues))
+        fig, ax = plt.subplots(figsize=(5, 5))
+        expected = (np.arange(1, cal.size + 1) - 0.5) / cal.size
+        ax.loglog(expected, cal, ".", ms=3, label=f"{cal.size} p-values over the calibration runs")
+        ax.loglog([expected[0], 1], [expected[0], 1], "k--", lw=1, label="U(0,1)")
+        ax.set_xlabel("uniform quantile")
+        ax.set_ylabel("observed p-value")
+        ax.set_title("calibration: p-values under the null (log-log)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "calibration_qq.png", dpi=90)
+        plt.close(fig)
+        made.append("calibration_qq.png")
     by_sampler: dict = {}
     for r in records:
         if r.law == "accepted_length" and r.plot:
@@ -168,7 +182,7 @@ def write_report(out_dir, run, *, mutants=None, baseline=None, calibration=None,
             default=str,
         )
     )
-    plots = _plots(run.records, out)
+    plots = _plots(run.records, out, None if calibration is None else calibration["pvalues"])
     c = Counter(r.status for r in run.records)
     lines = [
         "# specsample verify report",
