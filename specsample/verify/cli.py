@@ -70,7 +70,7 @@ class _Progress:
         self.bar = None
         self.enabled = enabled
         self.count = 0
-        if enabled:
+        if enabled and sys.stderr.isatty():  # a bar on a terminal; a line every 25 certificates in logs
             try:
                 from tqdm import tqdm
 
@@ -83,8 +83,11 @@ class _Progress:
         if self.bar is not None:
             self.bar.set_postfix_str(f"{rec.sampler}/{rec.case}/{rec.law}: {rec.status}"[:70])
             self.bar.update(1)
-        elif self.enabled and self.count % 10 == 0:
-            print(f"  {self.count} certificates...", file=sys.stderr)
+        elif self.enabled and self.count % 25 == 0:
+            print(
+                f"  {self.count} certificates ({rec.sampler}/{rec.case}/{rec.law}: {rec.status})",
+                file=sys.stderr,
+            )
 
     def close(self):
         if self.bar is not None:
