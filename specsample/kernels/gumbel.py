@@ -46,7 +46,7 @@ _SEED_HIGH = 2**62  # generator path: seeds and offsets drawn uniformly from [0,
 
 
 @triton.jit
-def _exponential_noise(word, FAST_LOG2: tl.constexpr):
+def _exponential_noise(word, FAST_LOG2: tl.constexpr, SCALE: tl.constexpr = 1.0):
     """Exp(1) = -ln(1 - t), t = (word + 1/2) 2^-32: the same function of the word as
     `philox.exponential_from_word` (float64 twin `reference.philox.exponential_from_word`), with
     one logarithm and no division.
@@ -57,6 +57,7 @@ def _exponential_noise(word, FAST_LOG2: tl.constexpr):
     Small E (a rare token's win) never goes through a logarithm of a number near 1, so it keeps
     full relative precision even with the hardware's approximate log2 (FAST_LOG2: absolute error
     ~2^-22, so relative error <= ~3e-6 where E >= 0.0645). E is never 0 nor inf.
+    Returns SCALE * E (SCALE a power of two, folded into the constants: exact).
     """
     y = (word ^ 0xFFFFFFFF).to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
     x = word.to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
@@ -64,12 +65,12 @@ def _exponential_noise(word, FAST_LOG2: tl.constexpr):
         log2_y = libdevice.fast_log2f(y)
     else:
         log2_y = tl.log2(y)
-    series = x * 0.16666666666666666 + 0.2
-    series = x * series + 0.25
-    series = x * series + 0.3333333333333333
-    series = x * series + 0.5
-    series = x * series + 1.0
-    return tl.where(x < 0.0625, x * series, log2_y * -0.6931471805599453)
+    series = x * (SCALE / 6.0) + SCALE / 5.0
+    series = x * series + SCALE / 4.0
+    series = x * series + SCALE / 3.0
+    series = x * series + SCALE / 2.0
+    series = x * series + SCALE
+    return tl.where(x < 0.0625, x * series, log2_y * (-0.6931471805599453 * SCALE))
 
 
 @triton.jit
@@ -84,9 +85,10 @@ def _race_tile(
     GROUPS: tl.constexpr,
     UNIT_STRIDE_V: tl.constexpr,
     FAST_LOG2: tl.constexpr,
+    NOISE_SCALE: tl.constexpr,
 ):
     """Probabilities and noise of tokens tile_start + [0, 4 GROUPS) as four [R, GROUPS] pairs
-    (p_j, E_j), j = token % 4: one vectorised [R, GROUPS, 4] load and one Philox call per group.
+    (p_j, NOISE_SCALE * E_j), j = token % 4: one vectorised [R, GROUPS, 4] load, one Philox call per group.
     p is the input converted to float32 (lanes >= V: 0), not yet cleaned of NaN / inf."""
     group = tile_start // 4 + tl.arange(0, GROUPS)  # int32: token ids < V < 2^31
     cols = group[None, :, None] * 4 + tl.arange(0, 4)[None, None, :]  # [1, G, 4]
@@ -101,10 +103,10 @@ def _race_tile(
     p0, p2 = tl.split(p_even)
     p1, p3 = tl.split(p_odd)
     w0, w1, w2, w3 = philox_words(seed, offset, group[None, :] + seed * 0, STREAM_GUMBEL, seed * 0)
-    e0 = _exponential_noise(w0, FAST_LOG2)
-    e1 = _exponential_noise(w1, FAST_LOG2)
-    e2 = _exponential_noise(w2, FAST_LOG2)
-    e3 = _exponential_noise(w3, FAST_LOG2)
+    e0 = _exponential_noise(w0, FAST_LOG2, NOISE_SCALE)
+    e1 = _exponential_noise(w1, FAST_LOG2, NOISE_SCALE)
+    e2 = _exponential_noise(w2, FAST_LOG2, NOISE_SCALE)
+    e3 = _exponential_noise(w3, FAST_LOG2, NOISE_SCALE)
     return p0, p1, p2, p3, e0, e1, e2, e3
 
 
@@ -119,8 +121,9 @@ def _race_step(best_p, best_e, best_index, p, e, index):
 
 @triton.jit
 def _race_score(p, e):
-    """p / e where 0 < p < inf, else 0 (a winner needs score > 0)."""
-    return tl.where((p > 0.0) & (p < float("inf")), p / e, 0.0)
+    """log2(p / e) where 0 < p < inf, else -inf (no overflow for any float32 p)."""
+    valid = (p > 0.0) & (p < float("inf"))
+    return tl.where(valid, tl.log2(tl.where(valid, p, 1.0)) - tl.log2(e), float("-inf"))
 
 
 @triton.jit
@@ -149,7 +152,7 @@ def _store_top_n(
         pick = tl.min(tl.where(score == best[:, None], index, NO_INDEX), axis=1)
         tl.store(out_score_ptr + slot_base + j, best, mask=row_ok)
         tl.store(out_index_ptr + slot_base + j, pick, mask=row_ok)
-        score = tl.where(index == pick[:, None], -3.0, score)
+        score = tl.where(index == pick[:, None], float("-inf"), score)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,7 +165,7 @@ def _race_chunk_kernel(
     probs_ptr,  # [B, V] fp32/bf16/fp16, strides (stride_b, stride_v)
     seeds_ptr,  # [B] int64 (stride seed_stride, 0 to broadcast)
     offsets_ptr,  # [B] int64 (stride offset_stride)
-    part_score_ptr,  # [B, num_chunks * NUM_SAMPLES] fp32: chunk candidates' scores (<= 0: none)
+    part_score_ptr,  # [B, num_chunks * NUM_SAMPLES] fp32: candidates' log2(p / E) (-inf: none)
     part_index_ptr,  # [B, num_chunks * NUM_SAMPLES] int32: their token ids
     B,
     V,
@@ -178,10 +181,11 @@ def _race_chunk_kernel(
     UNIT_STRIDE_V: tl.constexpr,
     FAST_LOG2: tl.constexpr,
 ):
-    # score_v = p_v / E_v over tokens with 0 < p_v < inf (others: p := 0, never a winner, since a
-    # winner needs score > 0). n = 1: per lane, a running best (p, E, id) over the chunk's tiles
-    # compared by cross-multiplication; one division and one reduction per lane at the end.
-    # n > 1 (one tile per chunk): the tile's top-n by n max-extractions, ties to the smallest id.
+    # score_v = p_v / E_v over tokens with 0 < p_v < inf (others never win). n = 1: per lane, a
+    # running best (p, c E, id) over the chunk's tiles compared by cross-multiplication, with the
+    # noise pre-scaled by c = 2^-6 so p c E < FLT_MAX for every float32 p (E < 23); at the end one
+    # log2(p / E) per lane (no overflow) and one reduction. n > 1 (one tile per chunk): log2(p / E)
+    # per token and the tile's top-n by n max-extractions. Ties go to the smallest id.
     GROUPS: tl.constexpr = BLOCK_V // 4
     NO_INDEX: tl.constexpr = 2147483647
     row_block = tl.program_id(0).to(tl.int64)
@@ -200,14 +204,26 @@ def _race_chunk_kernel(
         for t in range(0, tiles_per_chunk):
             tile_start = (chunk.to(tl.int32) * tiles_per_chunk + t) * BLOCK_V
             p0, p1, p2, p3, e0, e1, e2, e3 = _race_tile(
-                row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V, FAST_LOG2
+                row_base,
+                stride_v,
+                V,
+                row_ok,
+                seed,
+                offset,
+                tile_start,
+                GROUPS,
+                UNIT_STRIDE_V,
+                FAST_LOG2,
+                0.015625,
             )
             index = tile_start + token
             best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p0, e0, index)
             best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p1, e1, index + 1)
             best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p2, e2, index + 2)
             best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p3, e3, index + 3)
-        score = best_p / best_e
+        found = best_p > 0.0
+        score = tl.log2(tl.where(found, best_p, 1.0)) - tl.log2(best_e) - 6.0  # best_e = 2^-6 E
+        score = tl.where(found, score, float("-inf"))
         top = tl.max(score, axis=1)
         pick = tl.min(tl.where(score == top[:, None], best_index, NO_INDEX), axis=1)
         tl.store(part_score_ptr + slot_base, top, mask=row_ok)
@@ -215,7 +231,7 @@ def _race_chunk_kernel(
     else:
         tile_start = chunk.to(tl.int32) * BLOCK_V
         p0, p1, p2, p3, e0, e1, e2, e3 = _race_tile(
-            row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V, FAST_LOG2
+            row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V, FAST_LOG2, 1.0
         )
         # back to token order: join appends a minor axis, so join(join(a0, a2), join(a1, a3))
         # reshaped row-major lists a0, a1, a2, a3 of each group in turn
@@ -232,7 +248,7 @@ def _race_chunk_kernel(
 
 @triton.jit
 def _race_merge_kernel(
-    part_score_ptr,  # [B, num_parts] fp32 from _race_chunk_kernel
+    part_score_ptr,  # [B, num_parts] fp32 log2(p / E) from _race_chunk_kernel
     part_index_ptr,  # [B, num_parts] int32
     probs_ptr,  # [B, V] (strides stride_b, stride_v): gathered at the winners
     sample_p_ptr,  # [B, NUM_SAMPLES] probs dtype, contiguous
@@ -247,26 +263,26 @@ def _race_merge_kernel(
     NUM_SAMPLES: tl.constexpr,
     WRITE_SCORE: tl.constexpr,
 ):
-    # Global top-n = top-n of the union of the chunks' top-n. Winner valid iff its score > 0.
+    # Global top-n = top-n of the union of the chunks' top-n. Winner valid iff its score > -inf.
     rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     row_ok = rows < B
     part = tl.arange(0, BLOCK_PARTS)
     mask = row_ok[:, None] & (part < num_parts)[None, :]
     where = rows[:, None] * num_parts + part[None, :]
-    score = tl.load(part_score_ptr + where, mask=mask, other=-3.0)
+    score = tl.load(part_score_ptr + where, mask=mask, other=float("-inf"))
     index = tl.load(part_index_ptr + where, mask=mask, other=2147483647)
     NO_INDEX: tl.constexpr = 2147483647
     for j in tl.static_range(NUM_SAMPLES):
         top = tl.max(score, axis=1)
         pick = tl.min(tl.where(score == top[:, None], index, NO_INDEX), axis=1)
-        found = top > 0.0
+        found = top > float("-inf")
         token = tl.where(found, pick, -1).to(tl.int64)
         p = tl.load(probs_ptr + rows * stride_b + token * stride_v, mask=row_ok & found, other=0.0)
         tl.store(sample_index_ptr + rows * NUM_SAMPLES + j, token, mask=row_ok)
         tl.store(sample_p_ptr + rows * NUM_SAMPLES + j, p, mask=row_ok)
         if WRITE_SCORE:
-            tl.store(score_ptr + rows * NUM_SAMPLES + j, top, mask=row_ok)
-        score = tl.where((index == pick[:, None]) & (score == top[:, None]), -3.0, score)
+            tl.store(score_ptr + rows * NUM_SAMPLES + j, tl.exp2(top), mask=row_ok)
+        score = tl.where((index == pick[:, None]) & (score == top[:, None]), float("-inf"), score)
 
 
 class RaceTiling(NamedTuple):
@@ -447,27 +463,34 @@ _LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _row_temperature(temperature_ptr, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE: tl.constexpr):
-    """(scale, noise_weight) [R, 1]: log2(e) / T and 1 for T > 0; 1 and 0 (greedy) for T <= 0 or NaN."""
+def _row_temperature(
+    temperature_ptr, temperature_stride, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE: tl.constexpr
+):
+    """Per row [R]: (noise_coef, scale, greedy) for temperature T.
+    race score (in logit units):  l - noise_coef * log2(E), noise_coef = T ln 2   (T > 0 finite)
+                                  -log2(E) alone when T = inf (uniform), l when greedy (T <= 0, NaN)
+    softmax:                      2^((l - max l) * scale), scale = log2(e) / T (1 when greedy)."""
     if PER_ROW_TEMPERATURE:
-        t = tl.load(temperature_ptr + rows, mask=row_ok, other=1.0).to(tl.float32)
+        t = tl.load(temperature_ptr + rows * temperature_stride, mask=row_ok, other=1.0).to(tl.float32)
     else:
         t = tl.zeros(rows.shape, tl.float32) + temperature_value
     greedy = ~(t > 0.0)
     scale = 1.4426950408889634 / tl.where(greedy, 1.4426950408889634, t)
-    return scale[:, None], tl.where(greedy, 0.0, 1.0)[:, None]
+    noise_coef = tl.where(greedy, 0.0, t * 0.6931471805599453)
+    return noise_coef, scale, greedy
 
 
 @triton.jit
 def _logits_chunk_kernel(
     logits_ptr,  # [B, V] fp32/bf16/fp16, strides (stride_b, stride_v)
-    temperature_ptr,  # [B] float (PER_ROW_TEMPERATURE), else unused
+    temperature_ptr,  # [B] float, stride temperature_stride (PER_ROW_TEMPERATURE), else unused
     seeds_ptr,  # [B] int64 (stride seed_stride)
     offsets_ptr,  # [B] int64 (stride offset_stride)
-    part_score_ptr,  # [B, num_chunks] fp32: chunk winner's score s (log2 units), -inf: none
+    part_score_ptr,  # [B, num_chunks] fp32: chunk winner's race score (logit units), -inf: none
     part_index_ptr,  # [B, num_chunks] int32: its token id
-    part_max_ptr,  # [B, num_chunks] fp32: max of x = l * log2(e) / T over the chunk's valid tokens
-    part_sum_ptr,  # [B, num_chunks] fp32: sum of 2^(x - part_max) over them
+    part_max_ptr,  # [B, num_chunks] fp32: max l over the chunk's valid logits (-inf: none)
+    part_sum_ptr,  # [B, num_chunks] fp32: sum of 2^((l - part_max) * scale) over them
+    temperature_stride,
     temperature_value,
     B,
     V,
@@ -484,18 +507,22 @@ def _logits_chunk_kernel(
     UNIT_STRIDE_V: tl.constexpr,
     FAST_LOG2: tl.constexpr,
 ):
-    # x_v = l_v log2(e) / T (T > 0) or l_v (greedy); valid iff -inf < l_v < inf (NaN: no mass).
-    # s_v = x_v - log2(E_v) (NOISE and T > 0), else x_v: argmax s = argmax softmax(l / T)_v / E_v,
-    # the same race as fast_sample on the same Philox words. Strict > keeps the smallest id on ties.
-    # Softmax statistics per chunk: m = max x, sum 2^(x - m), merged online over the tiles.
+    # valid iff -inf < l < inf (NaN: no mass). Race score s_v = l_v - T ln2 log2(E_v)
+    # = T (l_v / T - ln E_v): argmax s = argmax softmax(l / T)_v / E_v, the race of fast_sample on
+    # the same Philox words, computed without scaling l (no overflow); greedy rows: s = l; T = inf:
+    # s = -log2(E). Strict > keeps the smallest id on ties. Softmax statistics per chunk relative
+    # to the raw max: m = max l, sum 2^((l - m) log2(e) / T), merged online over the tiles.
     GROUPS: tl.constexpr = BLOCK_V // 4
     NO_INDEX: tl.constexpr = 2147483647
     rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     chunk = tl.program_id(1)
     row_ok = rows < B
-    scale, noise_weight = _row_temperature(
-        temperature_ptr, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE
+    noise_coef, scale, greedy = _row_temperature(
+        temperature_ptr, temperature_stride, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE
     )
+    uniform = scale == 0.0  # T = inf
+    logit_weight = tl.where(uniform, 0.0, 1.0)[:, None]
+    noise_weight = tl.where(uniform, 1.0, noise_coef)[:, None]
     if NOISE:
         seed, offset = _row_seeds(seeds_ptr, offsets_ptr, rows, row_ok, seed_stride, offset_stride)
     row_base = logits_ptr + rows[:, None] * stride_b
@@ -516,25 +543,29 @@ def _logits_chunk_kernel(
             where = cols.to(tl.int64) * stride_v
         l = tl.load(row_base[:, :, None] + where, mask=mask, other=float("-inf")).to(tl.float32)
         valid = (l > float("-inf")) & (l < float("inf"))
-        x = tl.where(valid, l * scale[:, :, None], float("-inf"))
+        l = tl.where(valid, l, float("-inf"))
         # softmax statistics of the tile, merged into the running (max, sum)
-        tile_max = tl.max(tl.max(x, axis=2), axis=1)
-        safe_max = tl.where(tile_max > float("-inf"), tile_max, 0.0)
-        tile_sum = tl.sum(tl.sum(tl.exp2(x - safe_max[:, None, None]), axis=2), axis=1)
+        tile_max = tl.max(tl.max(l, axis=2), axis=1)
+        any_tile = tile_max > float("-inf")
+        safe_tile = tl.where(any_tile, tile_max, 0.0)
+        shifted = (l - safe_tile[:, None, None]) * scale[:, None, None]
+        tile_sum = tl.sum(tl.sum(tl.exp2(shifted), axis=2), axis=1)
         new_max = tl.maximum(run_max, tile_max)
         safe_new = tl.where(new_max > float("-inf"), new_max, 0.0)
-        run_sum = run_sum * tl.exp2(run_max - safe_new) + tile_sum * tl.exp2(tile_max - safe_new)
+        keep_run = tl.where(run_max > float("-inf"), tl.exp2((run_max - safe_new) * scale), 0.0)
+        keep_tile = tl.where(any_tile, tl.exp2((safe_tile - safe_new) * scale), 0.0)
+        run_sum = run_sum * keep_run + tile_sum * keep_tile
         run_max = new_max
         # the race, word j of each group at token 4g + j
-        x_even, x_odd = tl.split(tl.reshape(x, (BLOCK_ROWS, GROUPS, 2, 2)))
-        x0, x2 = tl.split(x_even)
-        x1, x3 = tl.split(x_odd)
+        l_even, l_odd = tl.split(tl.reshape(l, (BLOCK_ROWS, GROUPS, 2, 2)))
+        x0, x2 = tl.split(l_even)
+        x1, x3 = tl.split(l_odd)
         if NOISE:
             w0, w1, w2, w3 = philox_words(seed, offset, group[None, :] + seed * 0, STREAM_GUMBEL, seed * 0)
-            x0 = x0 - noise_weight * _log2(_exponential_noise(w0, FAST_LOG2), FAST_LOG2)
-            x1 = x1 - noise_weight * _log2(_exponential_noise(w1, FAST_LOG2), FAST_LOG2)
-            x2 = x2 - noise_weight * _log2(_exponential_noise(w2, FAST_LOG2), FAST_LOG2)
-            x3 = x3 - noise_weight * _log2(_exponential_noise(w3, FAST_LOG2), FAST_LOG2)
+            x0 = _logit_race_score(x0, w0, logit_weight, noise_weight, FAST_LOG2)
+            x1 = _logit_race_score(x1, w1, logit_weight, noise_weight, FAST_LOG2)
+            x2 = _logit_race_score(x2, w2, logit_weight, noise_weight, FAST_LOG2)
+            x3 = _logit_race_score(x3, w3, logit_weight, noise_weight, FAST_LOG2)
         index = tile_start + token
         take = x0 > best
         best, best_index = tl.where(take, x0, best), tl.where(take, index, best_index)
@@ -555,6 +586,13 @@ def _logits_chunk_kernel(
 
 
 @triton.jit
+def _logit_race_score(l, word, logit_weight, noise_weight, FAST_LOG2: tl.constexpr):
+    """l * logit_weight - noise_weight * log2(E); -inf stays -inf (never wins)."""
+    score = l * logit_weight - noise_weight * _log2(_exponential_noise(word, FAST_LOG2), FAST_LOG2)
+    return tl.where(l > float("-inf"), score, float("-inf"))
+
+
+@triton.jit
 def _log2(v, FAST_LOG2: tl.constexpr):
     if FAST_LOG2:
         return libdevice.fast_log2f(v)
@@ -569,12 +607,16 @@ def _logits_merge_kernel(
     part_max_ptr,  # [B, num_chunks] fp32
     part_sum_ptr,  # [B, num_chunks] fp32
     token_ptr,  # [B] int64 out: winner, -1 when the row has no valid logit
-    row_max_ptr,  # [B] fp32 out: max x over the row
-    row_sum_ptr,  # [B] fp32 out: sum 2^(x - row_max) over the row (0: no valid logit)
+    row_max_ptr,  # [B] fp32 out: max valid l over the row
+    row_sum_ptr,  # [B] fp32 out: sum 2^((l - row_max) * scale) over the row (0: no valid logit)
+    temperature_ptr,  # [B] float (PER_ROW_TEMPERATURE), stride temperature_stride
+    temperature_stride,
+    temperature_value,
     B,
     num_chunks,
     BLOCK_ROWS: tl.constexpr,
     BLOCK_PARTS: tl.constexpr,
+    PER_ROW_TEMPERATURE: tl.constexpr,
 ):
     # winner = max s over chunks (ties: smallest id); (M, S) = logsumexp merge of the chunks.
     rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
@@ -588,11 +630,15 @@ def _logits_merge_kernel(
     pick = tl.min(tl.where(score == top[:, None], index, 2147483647), axis=1)
     token = tl.where(top > float("-inf"), pick, -1).to(tl.int64)
     tl.store(token_ptr + rows, token, mask=row_ok)
+    _, scale, _ = _row_temperature(
+        temperature_ptr, temperature_stride, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE
+    )
     part_max = tl.load(part_max_ptr + where, mask=mask, other=float("-inf"))
     part_sum = tl.load(part_sum_ptr + where, mask=mask, other=0.0)
     row_max = tl.max(part_max, axis=1)
     safe = tl.where(row_max > float("-inf"), row_max, 0.0)
-    row_sum = tl.sum(part_sum * tl.exp2(part_max - safe[:, None]), axis=1)
+    weight = tl.where(part_max > float("-inf"), tl.exp2((part_max - safe[:, None]) * scale[:, None]), 0.0)
+    row_sum = tl.sum(part_sum * weight, axis=1)
     tl.store(row_max_ptr + rows, row_max, mask=row_ok)
     tl.store(row_sum_ptr + rows, row_sum, mask=row_ok)
 
@@ -600,11 +646,12 @@ def _logits_merge_kernel(
 @triton.jit
 def _softmax_write_kernel(
     logits_ptr,  # [B, V], strides (stride_b, stride_v)
-    temperature_ptr,  # [B] float (PER_ROW_TEMPERATURE)
+    temperature_ptr,  # [B] float (PER_ROW_TEMPERATURE), stride temperature_stride
     token_ptr,  # [B] int64: the greedy rows' argmax
     row_max_ptr,  # [B] fp32
     row_sum_ptr,  # [B] fp32
     out_ptr,  # [B, V] out, strides (out_stride_b, out_stride_v)
+    temperature_stride,
     temperature_value,
     B,
     V,
@@ -617,15 +664,16 @@ def _softmax_write_kernel(
     BLOCK_V: tl.constexpr,
     PER_ROW_TEMPERATURE: tl.constexpr,
 ):
-    # probs_v = 2^(x_v - M) / S over valid logits (0 elsewhere; all 0 when S = 0);
+    # probs_v = 2^((l_v - M) * scale) / S over valid logits (0 elsewhere; all 0 when S = 0);
     # greedy rows (T <= 0): one-hot at token (all 0 when token = -1).
     rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     chunk = tl.program_id(1)
     row_ok = rows < B
-    scale, noise_weight = _row_temperature(
-        temperature_ptr, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE
+    _, scale, greedy = _row_temperature(
+        temperature_ptr, temperature_stride, temperature_value, rows, row_ok, PER_ROW_TEMPERATURE
     )
-    greedy = noise_weight == 0.0
+    scale = scale[:, None]
+    greedy = greedy[:, None]
     row_max = tl.load(row_max_ptr + rows, mask=row_ok, other=0.0)[:, None]
     row_sum = tl.load(row_sum_ptr + rows, mask=row_ok, other=0.0)[:, None]
     token = tl.load(token_ptr + rows, mask=row_ok, other=-1)[:, None]
@@ -637,18 +685,18 @@ def _softmax_write_kernel(
         l = tl.load(logits_ptr + rows[:, None] * stride_b + cols * stride_v, mask=mask, other=float("-inf"))
         l = l.to(tl.float32)
         valid = (l > float("-inf")) & (l < float("inf"))
-        soft = tl.where(valid, tl.exp2(l * scale - safe_max) * inv_sum, 0.0)
+        soft = tl.where(valid, tl.exp2((l - safe_max) * scale) * inv_sum, 0.0)
         probs = tl.where(greedy, tl.where(cols == token, 1.0, 0.0), soft)
         tl.store(out_ptr + rows[:, None] * out_stride_b + cols * out_stride_v, probs, mask=mask)
 
 
 def _temperature_arg(temperature, rows: int, device: torch.device, lead_shape=None):
-    """(tensor or None, float value) for the kernels; a tensor must be [rows], [1], 0-d, or (with
-    lead_shape) a prefix of the leading dims, broadcast over the rest."""
+    """(tensor or None, element stride, float value) for the kernels; a tensor must be [rows] (any
+    stride), 1 element (stride 0), or (with lead_shape) a prefix of the leading dims, broadcast."""
     if isinstance(temperature, bool):
         raise TypeError("temperature must be a float or a float tensor, got bool")
     if isinstance(temperature, (int, float)):
-        return None, float(temperature)
+        return None, 0, float(temperature)
     if not isinstance(temperature, torch.Tensor):
         raise TypeError(f"temperature must be a float or a torch.Tensor, got {type(temperature).__name__}")
     if not temperature.dtype.is_floating_point:
@@ -657,7 +705,7 @@ def _temperature_arg(temperature, rows: int, device: torch.device, lead_shape=No
         raise ValueError(f"temperature is on {temperature.device} but the logits are on {device}")
     t = temperature
     if t.numel() == 1:
-        return t.reshape(1).expand(rows), 0.0
+        return t.reshape(1), 0, 0.0
     lead = tuple(lead_shape) if lead_shape is not None else (rows,)
     if t.dim() > len(lead) or tuple(t.shape) != lead[: t.dim()]:
         raise ValueError(
@@ -665,7 +713,7 @@ def _temperature_arg(temperature, rows: int, device: torch.device, lead_shape=No
             f"(or the leading dims {list(lead)}), got {list(t.shape)}"
         )
     t = t.reshape(tuple(t.shape) + (1,) * (len(lead) - t.dim())).expand(lead).reshape(rows)
-    return t, 0.0
+    return t, t.stride(0), 0.0
 
 
 def _check_logits(name: str, logits, ndim: int | None):
@@ -683,7 +731,7 @@ def _check_logits(name: str, logits, ndim: int | None):
         raise ValueError(f"V must be below 2^31 - 1, got {logits.shape[-1]}")
 
 
-def _logits_race(logits, temp_tensor, temp_value, seeds, offsets, seed_stride, offset_stride, noise, tiling):
+def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise, tiling):
     """Phases 1 and 2 over [B, V] logits: (token [B] int64, row_max [B], row_sum [B], num_chunks)."""
     batch, vocab = logits.shape
     device = logits.device
@@ -692,6 +740,7 @@ def _logits_race(logits, temp_tensor, temp_value, seeds, offsets, seed_stride, o
     part_index = torch.empty((batch, num_chunks), dtype=torch.int32, device=device)
     token = torch.empty(batch, dtype=torch.int64, device=device)
     row_stats = torch.empty((2, batch), dtype=torch.float32, device=device)
+    temp_tensor, temp_stride, temp_value = temp
     per_row = temp_tensor is not None
     temp_ptr = temp_tensor if per_row else row_stats
     seeds = seeds if noise else part_index
@@ -706,6 +755,7 @@ def _logits_race(logits, temp_tensor, temp_value, seeds, offsets, seed_stride, o
         part_index,
         part[1],
         part[2],
+        temp_stride,
         temp_value,
         batch,
         vocab,
@@ -733,17 +783,22 @@ def _logits_race(logits, temp_tensor, temp_value, seeds, offsets, seed_stride, o
         token,
         row_stats[0],
         row_stats[1],
+        temp_ptr,
+        temp_stride,
+        temp_value,
         batch,
         num_chunks,
         BLOCK_ROWS=merge_rows,
         BLOCK_PARTS=block_parts,
+        PER_ROW_TEMPERATURE=per_row,
         num_warps=4,
     )
     return token, row_stats[0], row_stats[1], num_chunks
 
 
-def _write_softmax(logits, temp_tensor, temp_value, token, row_max, row_sum, out, num_chunks, tiling):
+def _write_softmax(logits, temp, token, row_max, row_sum, out, num_chunks, tiling):
     batch, vocab = logits.shape
+    temp_tensor, temp_stride, temp_value = temp
     per_row = temp_tensor is not None
     _softmax_write_kernel[(triton.cdiv(batch, tiling.block_rows), num_chunks)](
         logits,
@@ -752,6 +807,7 @@ def _write_softmax(logits, temp_tensor, temp_value, token, row_max, row_sum, out
         row_max,
         row_sum,
         out,
+        temp_stride,
         temp_value,
         batch,
         vocab,
@@ -793,7 +849,7 @@ def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=N
     seeds, offsets, seed_stride, offset_stride = _resolve_randomness(
         batch, logits.device, None, seeds, offsets
     )
-    temp_tensor, temp_value = _temperature_arg(temperature, batch, logits.device)
+    temp = _temperature_arg(temperature, batch, logits.device)
     if probs_out is not None:
         if not isinstance(probs_out, torch.Tensor) or not probs_out.dtype.is_floating_point:
             raise TypeError("probs_out must be a floating torch.Tensor")
@@ -805,12 +861,10 @@ def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=N
         return torch.empty(0, dtype=torch.int64, device=logits.device)
     tiling = tiling or race_tiling(batch, vocab)
     token, row_max, row_sum, num_chunks = _logits_race(
-        logits, temp_tensor, temp_value, seeds, offsets, seed_stride, offset_stride, True, tiling
+        logits, temp, seeds, offsets, seed_stride, offset_stride, True, tiling
     )
     if probs_out is not None:
-        _write_softmax(
-            logits, temp_tensor, temp_value, token, row_max, row_sum, probs_out, num_chunks, tiling
-        )
+        _write_softmax(logits, temp, token, row_max, row_sum, probs_out, num_chunks, tiling)
     return token
 
 
@@ -829,13 +883,11 @@ def renorm_draft_probs(draft_logits, temperature):
     vocab = draft_logits.shape[-1]
     logits = draft_logits.reshape(-1, vocab)
     rows = logits.shape[0]
-    temp_tensor, temp_value = _temperature_arg(temperature, rows, draft_logits.device, lead)
+    temp = _temperature_arg(temperature, rows, draft_logits.device, lead)
     out = torch.empty((rows, vocab), dtype=torch.float32, device=draft_logits.device)
     if rows == 0:
         return out.reshape(*lead, vocab)
     tiling = race_tiling(rows, vocab)
-    token, row_max, row_sum, num_chunks = _logits_race(
-        logits, temp_tensor, temp_value, None, None, 0, 0, False, tiling
-    )
-    _write_softmax(logits, temp_tensor, temp_value, token, row_max, row_sum, out, num_chunks, tiling)
+    token, row_max, row_sum, num_chunks = _logits_race(logits, temp, None, None, 0, 0, False, tiling)
+    _write_softmax(logits, temp, token, row_max, row_sum, out, num_chunks, tiling)
     return out.reshape(*lead, vocab)
