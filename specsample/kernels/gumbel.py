@@ -20,7 +20,9 @@ Edge semantics (every reference in `specsample.reference.gumbel` mirrors them):
   - a row with no positive finite mass returns index -1 and sample_p 0 (for n > 1: slots beyond
     the number of positive-mass tokens are -1 / 0);
   - ties in score go to the smallest token id;
-  - a positive probability whose score p / E underflows float32 (p below ~1e-38 * E) cannot win.
+  - weights need not be normalised and may be as large as float32 allows; a positive weight so
+    small that p * 2^-6 * E underflows float32 (p below ~1e-26 times the row's scale) may lose
+    the race to rounding (its probability is below float32 resolution anyway).
 """
 
 from __future__ import annotations
