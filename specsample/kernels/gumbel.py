@@ -21,7 +21,7 @@ Edge semantics (every reference in `specsample.reference.gumbel` mirrors them):
     the number of positive-mass tokens are -1 / 0);
   - ties in score go to the smallest token id;
   - weights need not be normalised and may be as large as float32 allows; a positive weight so
-    small that p * 2^-6 * E underflows float32 (p below ~1e-26 times the row's scale) may lose
+    small that p * 2^-6 * E leaves float32's normal range (p below ~1e-26) may lose
     the race to rounding (its probability is below float32 resolution anyway).
 """
 
