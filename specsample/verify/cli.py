@@ -134,6 +134,8 @@ def main(argv=None) -> int:
 
     mutants = baseline = calibration = None
     status = 0 if not run.failed else 1
+    if explicit and run.unavailable:  # a sampler the user asked for could not be certified
+        status = 2
     if args.mutants:
         from specsample.verify import mutants as mut
 
@@ -146,13 +148,13 @@ def main(argv=None) -> int:
             progress=None if args.no_progress else tell,
         )
         if any(not m.killed for m in mutants) or any(not r.passed for r in baseline):
-            status = 1
+            status = max(status, 1)
     if args.calibrate:
         from specsample.verify.calibrate import calibrate
 
         calibration = calibrate(get_budget("ci"), args.calibrate)
         if not calibration["consistent"]:
-            status = 1
+            status = max(status, 1)
     run.seconds = time.perf_counter() - t0
 
     print(rep.console_table(run.records))

@@ -65,3 +65,21 @@ def test_uninstalled_engine_exits_2(capsys):
 def test_unloadable_target_exits_2(capsys):
     rc = main(["verify", "--device", "cpu", "--target", "no.such.module:fn", "--no-progress"])
     assert rc == 2
+
+
+def test_requested_engine_missing_next_to_reference_exits_2(capsys):
+    rc = main(
+        [
+            "verify",
+            "--device",
+            "cpu",
+            "--adapter",
+            "reference",
+            "flashinfer",
+            "--only",
+            "edge",
+            "--no-progress",
+        ]
+    )
+    assert rc == 2
+    assert "not certified: flashinfer" in capsys.readouterr().out
