@@ -418,7 +418,9 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None) ->
         p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, accepted, partials,
         tokens, num_accepted, fallback, valid,
         batch, vocab, num_chunks, *strides, **flags,
-        CHUNKS_POW2=triton.next_power_of_2(num_chunks),
+        # >= 16 lanes: Triton 3.6 fails to lower a scan over a [1, 1] tile (ScanOpToLLVM assertion,
+        # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
+        CHUNKS_POW2=max(16, triton.next_power_of_2(num_chunks)),
         num_warps=4 if block_v <= 2048 else 8,
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
