@@ -1,9 +1,17 @@
 """Adversarial input corpus for every public kernel: out-of-range ids (-1, V, 2^31-1, -2^31), NaN /
 inf / negative / all-zero rows, V = 1 and tile-boundary vocabularies, ragged counts outside [0, K],
-stride-0 broadcasts, bf16/fp16. Run under `compute-sanitizer --tool memcheck` (ci/gpu/sanitize.sh) it
-must report 0 errors; on its own it also checks that every emitted id lies in [-1, V) and writes the
-table of what each bad input gets to $OUT/fuzz_table.json. Works on CUDA, and on CPU under
-TRITON_INTERPRET=1 (`--device cpu`, smaller corpus).
+stride-0 broadcasts, bf16/fp16, K = 0, B = 0, per-row temperatures (0, tiny, inf, negative, NaN) and a
+1-element temperature tensor. Run under `compute-sanitizer --tool memcheck` (ci/gpu/sanitize.sh) it
+must report 0 errors; on its own it also checks that every emitted id lies in [-1, V), that `valid`
+is exactly "emitted token != -1", that softmax outputs are finite, and writes the table of what each
+bad input gets to $OUT/fuzz_table.json (rendered into docs/reliability.md by
+tests/reliability/reliability_table.py). Works on CUDA, and on CPU under TRITON_INTERPRET=1
+(`--device cpu`, smaller corpus).
+
+`--skip-known-defects` leaves out the inputs of the defects pinned in
+tests/reliability/test_known_defects.py (today: a 1-element temperature tensor for
+sample_from_logits / renorm_draft_probs, whose kernels ignore the tensor's stride and read past it),
+so that one sanitizer run shows the known defect and another shows everything else is clean.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import torch
 import specsample as ss
 
 BAD_IDS = {"-1": -1, "V": None, "2^31-1": 2**31 - 1, "-2^31": -(2**31)}
+KINDS = ["ok", "nan_row", "zero_row", "inf_entry", "negative_entries", "mass_in_last_lane"]
 
 
 def _probs(kind: str, shape, dtype, device, gen):
@@ -37,11 +46,13 @@ def _probs(kind: str, shape, dtype, device, gen):
 
 
 def cases(device: str, small: bool):
+    """The full corpus puts one bad id at a time into rows 0 and 1; the small one (CPU) puts all four
+    at once, one per row ("mixed"), so it is 4x smaller."""
     vocabs = [1, 7, 1023, 1024, 1025, 4097] if not small else [1, 7, 33]
-    kinds = ["ok", "nan_row", "zero_row", "inf_entry", "negative_entries", "mass_in_last_lane"]
+    ids = {"mixed": None} if small else BAD_IDS
     for V in vocabs:
-        for kind in kinds:
-            for id_name, bad in BAD_IDS.items():
+        for kind in KINDS:
+            for id_name, bad in ids.items():
                 for dtype in (torch.float32, torch.bfloat16):
                     yield dict(V=V, kind=kind, ids=id_name, bad=V if bad is None else bad, dtype=dtype)
 
@@ -53,18 +64,33 @@ def _check_ids(name, t, V):
         raise AssertionError(f"{name}: {bad} ids outside [-1, {V})")
 
 
-def _summary(r) -> dict:
-    return dict(tokens=r.tokens[:, :2].tolist(), fallback=r.fallback.tolist(), valid=r.valid.tolist())
+def _summary(name, r, V) -> dict:
+    """Counts of what the op did, plus the first two columns of tokens; checks valid == (emitted != -1)."""
+    _check_ids(name, r.tokens, V)
+    emitted = r.tokens.long().gather(1, r.num_accepted.long()[:, None])[:, 0]
+    if not torch.equal(emitted >= 0, r.valid):
+        raise AssertionError(f"{name}: valid is not 'emitted token != -1'")
+    return dict(valid=int(r.valid.sum()), fallback=int(r.fallback.sum()), accepted=r.num_accepted.tolist(),
+                tokens=r.tokens[:, :2].tolist())  # fmt: skip
 
 
-def run_case(c, device, gen):
+def _finite_softmax(name, probs):
+    if not bool(torch.isfinite(probs).all()):
+        raise AssertionError(f"{name}: non-finite probabilities")
+
+
+def run_case(c, device, gen, skip_known_defects=False):
     B, K, V, dtype = 4, 3, c["V"], c["dtype"]
     out = {}
     p = _probs(c["kind"], (B, K + 1, V), dtype, device, gen)
     q = _probs("ok", (B, K, V), dtype, device, gen)
     ids = torch.randint(0, V, (B, K), generator=gen, device=device)
-    ids[0, 0] = c["bad"]
-    ids[1, 1] = c["bad"]
+    if c["ids"] == "mixed":
+        for row, bad in enumerate((-1, V, 2**31 - 1, -(2**31))):
+            ids[row, row % K] = bad
+    else:
+        ids[0, 0] = c["bad"]
+        ids[1, 1] = c["bad"]
     n = torch.tensor([0, K, -3, K + 5], device=device)
     seeds = torch.arange(B, device=device, dtype=torch.int64) + 2**40
     offsets = torch.full((B,), 2**33 - 1, device=device, dtype=torch.int64)
@@ -73,50 +99,94 @@ def run_case(c, device, gen):
         ("chain_onehot", dict()),
         ("chain_classic_ragged", dict(draft_probs=q, num_draft_tokens=n)),
         ("chain_broadcast", dict(draft_probs=q[:1].expand(B, K, V))),
+        ("chain_int32_ids", dict(draft_probs=q)),
     ):
-        r = ss.chain_rejection_sample(p, ids, seeds=seeds, offsets=offsets, **kwargs)
-        _check_ids(label, r.tokens, V)
-        out[label] = _summary(r)
-    try:
-        logits = torch.log(p.float().clamp_min(0)).to(dtype)
-        if c["kind"] == "nan_row":
-            logits = p  # NaN logits
-        temp = torch.tensor([0.0, 0.7, 1.0, 2.0], device=device)
-        for label, dl in (("logits_classic", torch.log(q.float()).to(dtype)), ("logits_onehot", None)):
-            r = ss.rejection_sample_logits(logits, ids, dl, temperature=temp, seeds=seeds, offsets=offsets)
-            _check_ids(label, r.tokens, V)
-            out[label] = _summary(r)
-    except (ImportError, AttributeError) as err:
-        out["logits"] = f"skipped: {err}"
-    try:
-        for ns in (1, 2):
-            sp, si = ss.fast_sample(p[:, 0], num_samples=min(ns, V), seeds=seeds, offsets=offsets)
-            _check_ids(f"fast_sample_n{ns}", si, V)
-            out[f"fast_sample_n{ns}"] = si.tolist()
-        temps = torch.tensor([0.0, 0.5, 1.0, 3.0], device=device)
-        tok = ss.sample_from_logits(torch.log(p[:, 0].float()), temps, seeds=seeds, offsets=offsets)
-        tok = tok[0] if isinstance(tok, tuple) else tok
-        _check_ids("sample_from_logits", tok, V)
-        out["sample_from_logits"] = tok.tolist()
-    except (ImportError, AttributeError) as err:
-        out["gumbel"] = f"skipped: {err}"
+        x = ids.int() if label == "chain_int32_ids" else ids
+        r = ss.chain_rejection_sample(p, x, seeds=seeds, offsets=offsets, **kwargs)
+        out[label] = _summary(label, r, V)
+    # K = 0: the bonus row only
+    r = ss.chain_rejection_sample(p[:, :1], ids[:, :0], q[:, :0], seeds=seeds, offsets=offsets)
+    out["chain_k0"] = _summary("chain_k0", r, V)
+
+    logits = torch.log(p.float().clamp_min(0)).to(dtype)
+    if c["kind"] == "nan_row":
+        logits = p  # NaN logits
+    temp = torch.tensor([0.0, 0.7, 1.0, 2.0], device=device)
+    odd_temp = torch.tensor([1e-30, float("inf"), -1.0, float("nan")], device=device)
+    draft_logits = torch.log(q.float()).to(dtype)
+    for label, dl, t, nd in (
+        ("logits_classic", draft_logits, temp, None),
+        ("logits_onehot", None, temp, None),
+        ("logits_classic_ragged", draft_logits, temp, n),
+        ("logits_odd_temperatures", draft_logits, odd_temp, None),
+    ):
+        r = ss.rejection_sample_logits(logits, ids, dl, temperature=t, seeds=seeds, offsets=offsets,
+                                       num_draft_tokens=nd)  # fmt: skip
+        out[label] = _summary(label, r, V)
+
+    for ns in (1, 2, 5):
+        sp, si = ss.fast_sample(p[:, 0], num_samples=ns, seeds=seeds, offsets=offsets)
+        _check_ids(f"fast_sample_n{ns}", si, V)
+        out[f"fast_sample_n{ns}"] = si.tolist()
+    temps = torch.tensor([0.0, 0.5, 1.0, 3.0], device=device)
+    row_logits = torch.log(p[:, 0].float())
+    probs_out = torch.empty(B, V, device=device)
+    tok = ss.sample_from_logits(row_logits, temps, seeds=seeds, offsets=offsets, probs_out=probs_out)
+    _check_ids("sample_from_logits", tok, V)
+    _finite_softmax("sample_from_logits probs_out", probs_out)
+    out["sample_from_logits"] = tok.tolist()
+    renorm = ss.renorm_draft_probs(draft_logits, temps)
+    _finite_softmax("renorm_draft_probs", renorm)
+    out["renorm_draft_probs"] = dict(rows=B * K, with_mass=int((renorm.sum(-1) > 0).sum()))
+    if not skip_known_defects:
+        # documented as accepted; the kernels ignore the stride of the expanded 1-element tensor
+        tok = ss.sample_from_logits(
+            row_logits, torch.tensor([0.7], device=device), seeds=seeds, offsets=offsets
+        )
+        _check_ids("sample_from_logits_1elem_T", tok, V)
+        out["sample_from_logits_1elem_T"] = tok.tolist()
+        renorm = ss.renorm_draft_probs(draft_logits, torch.tensor([0.7], device=device))
+        out["renorm_draft_probs_1elem_T"] = dict(rows=B * K, finite=int(torch.isfinite(renorm).all(-1).sum()))
     return out
+
+
+def empty_batch(device) -> dict:
+    """B = 0 for every op: empty outputs of the right shapes, no launch."""
+    z, s = torch.zeros, torch.zeros(0, dtype=torch.int64, device=device)
+    res = {}
+    r = ss.chain_rejection_sample(z(0, 4, 7, device=device), z(0, 3, dtype=torch.int64, device=device),
+                                  seeds=s, offsets=s)  # fmt: skip
+    res["chain"] = list(r.tokens.shape)
+    r = ss.rejection_sample_logits(z(0, 4, 7, device=device), z(0, 3, dtype=torch.int64, device=device),
+                                   temperature=z(0, device=device), seeds=s, offsets=s)  # fmt: skip
+    res["logits"] = list(r.tokens.shape)
+    res["fast_sample"] = list(ss.fast_sample(z(0, 7, device=device), 2, seeds=s, offsets=s)[1].shape)
+    res["sample_from_logits"] = list(
+        ss.sample_from_logits(z(0, 7, device=device), 1.0, seeds=s, offsets=s).shape
+    )
+    res["renorm_draft_probs"] = list(ss.renorm_draft_probs(z(0, 3, 7, device=device), 1.0).shape)
+    return res
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--small", action="store_true")
+    ap.add_argument("--skip-known-defects", action="store_true",
+                    help="leave out the inputs of tests/reliability/test_known_defects.py")  # fmt: skip
     args = ap.parse_args()
     gen = torch.Generator(device=args.device).manual_seed(1)
     table, launched = [], 0
     for c in cases(args.device, args.small or args.device == "cpu"):
-        res = run_case(c, args.device, gen)
+        res = run_case(c, args.device, gen, args.skip_known_defects)
         launched += len(res)
         table.append({**{k: str(v) for k, v in c.items() if k != "bad"}, "result": res})
+    table.append({"V": "7", "kind": "empty batch (B = 0)", "ids": "-", "dtype": "torch.float32",
+                  "result": empty_batch(args.device)})  # fmt: skip
     if args.device == "cuda":
         torch.cuda.synchronize()
-    print(f"fuzz corpus: {len(table)} cases, {launched} op calls, all ids in [-1, V)")
+    checks = "all ids in [-1, V), valid == (token != -1), softmax outputs finite"
+    print(f"fuzz corpus: {len(table)} cases, {launched} op calls, {checks}")
     out = os.environ.get("OUT", "out")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "fuzz_table.json"), "w") as f:
