@@ -196,9 +196,8 @@ def test_stride_zero_broadcasts(rng):
     check_fast_sample(probs, 2, seeds=seeds, offsets=offsets)  # [1] seeds broadcast over the batch
     _, idx = ss.fast_sample(probs, 2, seeds=seeds, offsets=offsets)
     assert (idx == idx[:1]).all()
-    # a 1-element temperature tensor is a known defect (test_known_defects.py): a float here
-    check_sample_from_logits(torch.log(probs), 1.0, seeds=seeds, offsets=offsets)
-    check_renorm(dl, 0.5)
+    check_sample_from_logits(torch.log(probs), torch.ones(1), seeds=seeds, offsets=offsets)
+    check_renorm(dl, torch.full((1,), 0.5))
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
