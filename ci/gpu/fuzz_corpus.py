@@ -8,10 +8,8 @@ bad input gets to $OUT/fuzz_table.json (rendered into docs/reliability.md by
 tests/reliability/reliability_table.py). Works on CUDA, and on CPU under TRITON_INTERPRET=1
 (`--device cpu`, smaller corpus).
 
-`--skip-known-defects` leaves out the inputs of the defects pinned in
-tests/reliability/test_known_defects.py (today: a 1-element temperature tensor for
-sample_from_logits / renorm_draft_probs, whose kernels ignore the tensor's stride and read past it),
-so that one sanitizer run shows the known defect and another shows everything else is clean.
+The 1-element temperature tensor of sample_from_logits / renorm_draft_probs is the input of an
+out-of-bounds read found on CPU by tests/reliability (fixed in c1f948d, kept as a regression case).
 """
 
 from __future__ import annotations
@@ -79,7 +77,7 @@ def _finite_softmax(name, probs):
         raise AssertionError(f"{name}: non-finite probabilities")
 
 
-def run_case(c, device, gen, skip_known_defects=False):
+def run_case(c, device, gen):
     B, K, V, dtype = 4, 3, c["V"], c["dtype"]
     out = {}
     p = _probs(c["kind"], (B, K + 1, V), dtype, device, gen)
@@ -138,15 +136,14 @@ def run_case(c, device, gen, skip_known_defects=False):
     renorm = ss.renorm_draft_probs(draft_logits, temps)
     _finite_softmax("renorm_draft_probs", renorm)
     out["renorm_draft_probs"] = dict(rows=B * K, with_mass=int((renorm.sum(-1) > 0).sum()))
-    if not skip_known_defects:
-        # documented as accepted; the kernels ignore the stride of the expanded 1-element tensor
-        tok = ss.sample_from_logits(
-            row_logits, torch.tensor([0.7], device=device), seeds=seeds, offsets=offsets
-        )
-        _check_ids("sample_from_logits_1elem_T", tok, V)
-        out["sample_from_logits_1elem_T"] = tok.tolist()
-        renorm = ss.renorm_draft_probs(draft_logits, torch.tensor([0.7], device=device))
-        out["renorm_draft_probs_1elem_T"] = dict(rows=B * K, finite=int(torch.isfinite(renorm).all(-1).sum()))
+    # a 1-element temperature tensor (documented; an out-of-bounds read before c1f948d)
+    one_t = torch.tensor([0.7], device=device)
+    tok = ss.sample_from_logits(row_logits, one_t, seeds=seeds, offsets=offsets)
+    _check_ids("sample_from_logits_1elem_T", tok, V)
+    out["sample_from_logits_1elem_T"] = tok.tolist()
+    renorm = ss.renorm_draft_probs(draft_logits, one_t)
+    _finite_softmax("renorm_draft_probs_1elem_T", renorm)
+    out["renorm_draft_probs_1elem_T"] = dict(rows=B * K, with_mass=int((renorm.sum(-1) > 0).sum()))
     return out
 
 
@@ -172,13 +169,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--small", action="store_true")
-    ap.add_argument("--skip-known-defects", action="store_true",
-                    help="leave out the inputs of tests/reliability/test_known_defects.py")  # fmt: skip
     args = ap.parse_args()
     gen = torch.Generator(device=args.device).manual_seed(1)
     table, launched = [], 0
     for c in cases(args.device, args.small or args.device == "cpu"):
-        res = run_case(c, args.device, gen, args.skip_known_defects)
+        res = run_case(c, args.device, gen)
         launched += len(res)
         table.append({**{k: str(v) for k, v in c.items() if k != "bad"}, "result": res})
     table.append({"V": "7", "kind": "empty batch (B = 0)", "ids": "-", "dtype": "torch.float32",

@@ -106,9 +106,9 @@ def device_side(path: str) -> str:
         for op, res in case["result"].items():
             c = counts[(case["kind"], op)]
             c[3] += 1
-            if isinstance(res, dict) and "rows" in res:  # renorm: rows with mass (or finite rows)
+            if isinstance(res, dict) and "rows" in res:  # renorm: rows with mass
                 c[0] += res["rows"]
-                c[1] += res.get("with_mass", res.get("finite", 0))
+                c[1] += res["with_mass"]
             elif isinstance(res, dict):
                 c[0] += len(res["accepted"])
                 c[1] += res["valid"]
@@ -125,8 +125,8 @@ def device_side(path: str) -> str:
         f"{sorted(meta['dtype'])}; 4 rows per case, drafts K = 3, ragged counts [0, K, -3, K + 5], seeds "
         "2^40 + b, offsets 2^33 - 1). Every call checked: ids in [-1, V), `valid` == (emitted token != -1), "
         "softmax outputs finite. Each cell: rows with a valid token (first sample for fast_sample; rows with "
-        "mass for renorm_draft_probs, finite rows for its `_1elem_T` variant) / rows, and rows that took the "
-        "`fallback` path. Under compute-sanitizer (`ci/gpu/sanitize.sh`) the same "
+        "mass for renorm_draft_probs) / rows, and rows that took the `fallback` path (fb). "
+        "Under compute-sanitizer (`ci/gpu/sanitize.sh`) the same "
         "corpus must report 0 memcheck errors; on CPU the memcheck is tests/reliability/"
         "reliability_memcheck.py, run by every test in tests/reliability.", "",
         "| op | " + " | ".join(kinds) + " |",
