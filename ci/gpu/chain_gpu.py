@@ -520,19 +520,23 @@ def perf(shape, bw, gen) -> None:
 
 
 def sweep(shape, gen) -> None:
-    """Eager time per vocabulary chunk size, to tune _launch_config (fp32)."""
+    """CUDA-graph replay time (device time, no launch overhead) per vocabulary chunk size and
+    phase-1 warp count, fp32, to tune _launch_config."""
     batch, num_k, vocab = shape
     p, x, q, u = perf_inputs(batch, num_k, vocab, torch.float32, gen)
-    default = _launch_config(batch, vocab, None)[1]
-    for block_v in (512, 1024, 2048, 4096, 8192):
+    default = _launch_config(batch, vocab, None)
+    for block_v in (1024, 2048, 4096, 8192):
+        for warps in (2, 4, 8):
 
-        def fn(bv=block_v):
-            return _launch(p, x, q, None, u, None, None, block_v=bv)
+            def fn(bv=block_v, w=warps):
+                return _launch(p, x, q, None, u, None, None, block_v=bv, num_warps=w)
 
-        us = do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
-        RESULTS["sweep"].append(dict(shape=shape, block_v=block_v, default=block_v == default, eager_us=us))
-    mine = [(r["block_v"], round(r["eager_us"], 1)) for r in RESULTS["sweep"] if r["shape"] == shape]
-    print("sweep", shape, mine, flush=True)
+            us = graph_time(fn) * 1e3
+            RESULTS["sweep"].append(dict(shape=shape, block_v=block_v, num_warps=warps, graph_us=us,
+                                         default=(block_v, warps) == default[1:]))
+    mine = sorted((round(r["graph_us"], 1), r["block_v"], r["num_warps"])
+                  for r in RESULTS["sweep"] if r["shape"] == shape)
+    print("sweep", shape, "default", default[1:], "best (us, block_v, warps):", mine[:4], flush=True)
 
 
 def verdict(check_row: dict) -> str:
@@ -578,6 +582,9 @@ def main() -> int:
             steps.append((f"perf {shape}", lambda s=shape: perf(s, RESULTS["copy_bw"], gen)))
         for shape in TARGETS_US:
             steps.append((f"sweep {shape}", lambda s=shape: sweep(s, gen)))
+    only = os.environ.get("CHAIN_GPU_ONLY")  # e.g. "sweep": run only the steps whose name starts so
+    if only:
+        steps = [(name, fn) for name, fn in steps if name.startswith(only)]
     for name, fn in steps:
         try:
             fn()

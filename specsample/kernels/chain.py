@@ -379,8 +379,10 @@ def _validate_values(p, x, q, n, uniforms, vocab) -> None:
             _fail(ValueError, "uniforms", "values in [0, 1)", f"{int(bad.sum())} outside")
 
 
-def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None) -> SampleResult:
-    """Both phases on validated tensors; `block_v` overrides the vocabulary chunk (tests)."""
+def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None,
+            num_warps: int | None = None) -> SampleResult:  # fmt: skip
+    """Both phases on validated tensors; `block_v` / `num_warps` override the vocabulary chunk and
+    the phase-1 warps (tests, and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
     batch, k_plus_1, vocab = p.shape
     num_k = k_plus_1 - 1
     device = p.device
@@ -392,7 +394,8 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None) ->
     if batch == 0:
         return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
 
-    block_rows, block_v, num_warps = _launch_config(batch, vocab, block_v)
+    block_rows, block_v, default_warps = _launch_config(batch, vocab, block_v)
+    num_warps = num_warps or default_warps
     num_chunks = triton.cdiv(vocab, block_v)
     accepted = torch.empty(batch, dtype=torch.int32, device=device)
     partials = torch.empty(batch, num_chunks, 2, dtype=torch.float64, device=device)
