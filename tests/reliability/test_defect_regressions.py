@@ -13,6 +13,7 @@ from reliability_memcheck import memcheck
 import specsample as ss
 from specsample.reference import gumbel as rg
 from specsample.reference.logits import rejection_sample_logits_reference
+from specsample.stats import seeding
 
 
 def test_fast_sample_race_with_weights_near_float32_max():
@@ -63,7 +64,7 @@ def test_logits_reference_accepts_a_draft_whose_q_underflows():
 
 
 @pytest.mark.parametrize("layout", ["1-element", "0-d", "strided [B]"])
-def test_gumbel_temperature_tensor_layouts(layout):
+def test_gumbel_temperature_tensor_layouts(request, layout):
     """Fixed in c1f948d. sample_from_logits / renorm_draft_probs with a temperature tensor that is
     documented as accepted but not contiguous [B]: a 1-element or 0-d tensor became a stride-0
     expand and a strided [B] view was kept, and the kernels loaded `temperature_ptr + row`, ignoring
@@ -72,7 +73,10 @@ def test_gumbel_temperature_tensor_layouts(layout):
     strided: rows read the wrong element. Here every intended temperature is 0 (greedy): the token
     must be the argmax and renorm's row its one-hot, with no access outside the tensors."""
     batch, vocab = 6, 5
-    logits = torch.tensor(np.random.default_rng(0).normal(size=(batch, vocab)), dtype=torch.float32)
+    logits = torch.tensor(
+        np.random.default_rng(seeding.test_seed(request.node.nodeid)).normal(size=(batch, vocab)),
+        dtype=torch.float32,
+    )
     temperature = {"1-element": torch.zeros(1), "0-d": torch.tensor(0.0),
                    "strided [B]": torch.tensor([0.0, 9.0] * batch)[::2]}[layout]  # fmt: skip
     seeds, offsets = torch.arange(batch), torch.zeros(batch, dtype=torch.int64)
