@@ -46,7 +46,7 @@ def _probs(kind: str, shape, dtype, device, gen):
 def cases(device: str, small: bool):
     """The full corpus puts one bad id at a time into rows 0 and 1; the small one (CPU) puts all four
     at once, one per row ("mixed"), so it is 4x smaller."""
-    vocabs = [1, 7, 1023, 1024, 1025, 4097] if not small else [1, 7, 33]
+    vocabs = [1, 7, 1023, 1024, 1025, 4097] if not small else [1, 7, 33, 1025]
     ids = {"mixed": None} if small else BAD_IDS
     for V in vocabs:
         for kind in KINDS:
