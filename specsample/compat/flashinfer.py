@@ -38,23 +38,14 @@ from __future__ import annotations
 import torch
 
 from specsample.compat._uniforms import seeded_chain_uniforms
+from specsample.kernels._checks import FLOAT_DTYPES as _FLOAT_DTYPES
+from specsample.kernels._checks import ID_DTYPES as _INT_DTYPES
+from specsample.kernels._checks import check_tensor as _check
+from specsample.kernels._checks import fail as _fail
 
-_FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-_INT_DTYPES = (torch.int32, torch.int64)
 _ROW_KEY_STEP = -7046029254386353131  # 0x9E3779B97F4A7C15 as a signed int64
 
 
-def _fail(kind, name: str, expected: str, actual) -> None:
-    raise kind(f"{name}: expected {expected}, got {actual}")
-
-
-def _check(name: str, t, shape, dtypes) -> None:
-    if not isinstance(t, torch.Tensor):
-        _fail(TypeError, name, "a torch.Tensor", type(t).__name__)
-    if t.dtype not in dtypes:
-        _fail(TypeError, name, f"dtype in {[str(d) for d in dtypes]}", t.dtype)
-    if tuple(t.shape) != tuple(shape):
-        _fail(ValueError, name, f"shape {tuple(shape)}", tuple(t.shape))
 
 
 def _per_row(name: str, value, batch: int, device) -> tuple[torch.Tensor, bool]:

@@ -47,23 +47,15 @@ from __future__ import annotations
 
 import torch
 
+from specsample.kernels._checks import FLOAT_DTYPES as _FLOAT_DTYPES
+from specsample.kernels._checks import ID_DTYPES as _INT_DTYPES
+from specsample.kernels._checks import check_tensor as _check
+from specsample.kernels._checks import fail as _fail
+
 PLACEHOLDER_TOKEN_ID = -1
-_FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-_INT_DTYPES = (torch.int32, torch.int64)
 _BELOW_ONE = 1.0 - 2.0**-24  # largest float32 below 1
 
 
-def _fail(kind, name: str, expected: str, actual) -> None:
-    raise kind(f"{name}: expected {expected}, got {actual}")
-
-
-def _check(name: str, t, shape, dtypes) -> None:
-    if not isinstance(t, torch.Tensor):
-        _fail(TypeError, name, "a torch.Tensor", type(t).__name__)
-    if t.dtype not in dtypes:
-        _fail(TypeError, name, f"dtype in {[str(d) for d in dtypes]}", t.dtype)
-    if tuple(t.shape) != tuple(shape):
-        _fail(ValueError, name, f"shape {tuple(shape)}", tuple(t.shape))
 
 
 def padded_rows(cu_num_draft_tokens, max_spec_len: int, num_tokens: int):

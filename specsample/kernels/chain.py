@@ -29,12 +29,14 @@ import torch
 import triton
 import triton.language as tl
 
+from specsample.kernels._checks import FLOAT_DTYPES as _PROB_DTYPES
+from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
+from specsample.kernels._checks import check_tensor as _check_tensor
+from specsample.kernels._checks import fail as _fail
 from specsample.kernels._launch import check_device, interpreting
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult
 
-_PROB_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-_ID_DTYPES = (torch.int32, torch.int64)
 _GPU_SMS = 132  # H200; only used to size the vocabulary split
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
 _INTERP_TILE_ELEMENTS = 1 << 20
@@ -253,19 +255,6 @@ def _chain_emit_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-def _fail(kind, name: str, expected: str, actual) -> None:
-    raise kind(f"{name}: expected {expected}, got {actual}")
-
-
-def _check_tensor(name, t, shape, dtypes, device) -> None:
-    if not isinstance(t, torch.Tensor):
-        _fail(TypeError, name, "a torch.Tensor", type(t).__name__)
-    if t.dtype not in dtypes:
-        _fail(TypeError, name, f"dtype in {[str(d) for d in dtypes]}", t.dtype)
-    if tuple(t.shape) != tuple(shape):
-        _fail(ValueError, name, f"shape {tuple(shape)}", tuple(t.shape))
-    if t.device != device:
-        _fail(ValueError, name, f"device {device} (that of target_probs)", t.device)
 
 
 def _launch_config(batch: int, vocab: int, block_v: int | None):

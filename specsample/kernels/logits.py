@@ -42,10 +42,16 @@ overlaps the stats reads of later ones. Waiting only on earlier tickets cannot d
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
 
+from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
+from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
+from specsample.kernels._checks import check_tensor
+from specsample.kernels._checks import fail as _fail
 from specsample.kernels._launch import check_device, interpreting
 from specsample.kernels.philox import (
     STREAM_LOGITS_RESIDUAL,
@@ -55,8 +61,8 @@ from specsample.kernels.philox import (
 )
 from specsample.kernels.result import SampleResult
 
-_LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-_ID_DTYPES = (torch.int32, torch.int64)
+_check_tensor = functools.partial(check_tensor, reference="target_logits")
+
 _INTERP_TILE_ELEMENTS = 1 << 20  # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter
 MIN_TEMPERATURE = 2.0**-126  # sampled rows use T clamped to [MIN_TEMPERATURE, MAX_TEMPERATURE], so that
 MAX_TEMPERATURE = 2.0**100  # 1/T is a normal float32 (neither inf nor flushed to zero)
@@ -536,19 +542,6 @@ def _logits_fused_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-def _fail(kind, name: str, expected: str, actual) -> None:
-    raise kind(f"{name}: expected {expected}, got {actual}")
-
-
-def _check_tensor(name, t, shape, dtypes, device) -> None:
-    if not isinstance(t, torch.Tensor):
-        _fail(TypeError, name, "a torch.Tensor", type(t).__name__)
-    if t.dtype not in dtypes:
-        _fail(TypeError, name, f"dtype in {[str(d) for d in dtypes]}", t.dtype)
-    if tuple(t.shape) != tuple(shape):
-        _fail(ValueError, name, f"shape {tuple(shape)}", tuple(t.shape))
-    if t.device != device:
-        _fail(ValueError, name, f"device {device} (that of target_logits)", t.device)
 
 
 def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None) -> dict:
