@@ -342,7 +342,10 @@ def _resolve_randomness(batch, device, generator, seeds, offsets):
     """(seeds, offsets, seed_stride, offset_stride) for the launch; draws them on the device from
     `generator` (or torch's default generator) when none are given: graph-safe, fresh per replay."""
     if (seeds is None) != (offsets is None):
-        raise ValueError("seeds and offsets must be given together (or neither)")
+        given, missing = ("seeds", "offsets") if offsets is None else ("offsets", "seeds")
+        raise ValueError(
+            f"seeds and offsets must be given together (or neither), got {given} but {missing} = None"
+        )
     if seeds is None:
         drawn = torch.randint(
             0, _SEED_HIGH, (2, batch), generator=generator, device=device, dtype=torch.int64
@@ -471,7 +474,8 @@ def _row_temperature(
     """Per row [R]: (noise_coef, scale, greedy) for temperature T.
     race score (in logit units):  l - noise_coef * log2(E), noise_coef = T ln 2   (T > 0 finite)
                                   -log2(E) alone when T = inf (uniform), l when greedy (T <= 0, NaN)
-    softmax:                      2^((l - max l) * scale), scale = log2(e) / T (1 when greedy)."""
+    softmax:                      2^((l - max l) * scale), scale = log2(e) / T (1 when greedy,
+                                  0 when T = inf: every finite logit weighs 1, see _pow2_scaled)."""
     if PER_ROW_TEMPERATURE:
         t = tl.load(temperature_ptr + rows * temperature_stride, mask=row_ok, other=1.0).to(tl.float32)
     else:
@@ -480,6 +484,14 @@ def _row_temperature(
     scale = 1.4426950408889634 / tl.where(greedy, 1.4426950408889634, t)
     noise_coef = tl.where(greedy, 0.0, t * 0.6931471805599453)
     return noise_coef, scale, greedy
+
+
+@triton.jit
+def _pow2_scaled(d, scale):
+    """2^(d * scale) for d <= 0 (d = -inf allowed): 0 at d = -inf when scale > 0, and 1 for every d
+    when scale = 0 (T = inf: all finite logits weigh the same, even where d = l - max overflowed to
+    -inf), instead of the NaN of -inf * 0."""
+    return tl.where(scale == 0.0, 1.0, tl.exp2(d * scale))
 
 
 @triton.jit
@@ -550,12 +562,12 @@ def _logits_chunk_kernel(
         tile_max = tl.max(tl.max(l, axis=2), axis=1)
         any_tile = tile_max > float("-inf")
         safe_tile = tl.where(any_tile, tile_max, 0.0)
-        shifted = (l - safe_tile[:, None, None]) * scale[:, None, None]
-        tile_sum = tl.sum(tl.sum(tl.exp2(shifted), axis=2), axis=1)
+        weight = tl.where(valid, _pow2_scaled(l - safe_tile[:, None, None], scale[:, None, None]), 0.0)
+        tile_sum = tl.sum(tl.sum(weight, axis=2), axis=1)
         new_max = tl.maximum(run_max, tile_max)
         safe_new = tl.where(new_max > float("-inf"), new_max, 0.0)
-        keep_run = tl.where(run_max > float("-inf"), tl.exp2((run_max - safe_new) * scale), 0.0)
-        keep_tile = tl.where(any_tile, tl.exp2((safe_tile - safe_new) * scale), 0.0)
+        keep_run = tl.where(run_max > float("-inf"), _pow2_scaled(run_max - safe_new, scale), 0.0)
+        keep_tile = tl.where(any_tile, _pow2_scaled(safe_tile - safe_new, scale), 0.0)
         run_sum = run_sum * keep_run + tile_sum * keep_tile
         run_max = new_max
         # the race, word j of each group at token 4g + j
@@ -639,7 +651,7 @@ def _logits_merge_kernel(
     part_sum = tl.load(part_sum_ptr + where, mask=mask, other=0.0)
     row_max = tl.max(part_max, axis=1)
     safe = tl.where(row_max > float("-inf"), row_max, 0.0)
-    weight = tl.where(part_max > float("-inf"), tl.exp2((part_max - safe[:, None]) * scale[:, None]), 0.0)
+    weight = tl.where(part_max > float("-inf"), _pow2_scaled(part_max - safe[:, None], scale[:, None]), 0.0)
     row_sum = tl.sum(part_sum * weight, axis=1)
     tl.store(row_max_ptr + rows, row_max, mask=row_ok)
     tl.store(row_sum_ptr + rows, row_sum, mask=row_ok)
@@ -687,7 +699,7 @@ def _softmax_write_kernel(
         l = tl.load(logits_ptr + rows[:, None] * stride_b + cols * stride_v, mask=mask, other=float("-inf"))
         l = l.to(tl.float32)
         valid = (l > float("-inf")) & (l < float("inf"))
-        soft = tl.where(valid, tl.exp2((l - safe_max) * scale) * inv_sum, 0.0)
+        soft = tl.where(valid, _pow2_scaled(l - safe_max, scale) * inv_sum, 0.0)
         probs = tl.where(greedy, tl.where(cols == token, 1.0, 0.0), soft)
         tl.store(out_ptr + rows[:, None] * out_stride_b + cols * out_stride_v, probs, mask=mask)
 
@@ -847,14 +859,19 @@ def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=N
     _check_logits("logits", logits, 2)
     batch, vocab = logits.shape
     if seeds is None or offsets is None:
-        raise ValueError("sample_from_logits needs seeds and offsets (int64 tensors [B])")
+        missing = " and ".join(
+            f"{name} = None" for name, t in (("seeds", seeds), ("offsets", offsets)) if t is None
+        )
+        raise ValueError(f"sample_from_logits needs seeds and offsets (int64 tensors [B]), got {missing}")
     seeds, offsets, seed_stride, offset_stride = _resolve_randomness(
         batch, logits.device, None, seeds, offsets
     )
     temp = _temperature_arg(temperature, batch, logits.device)
     if probs_out is not None:
-        if not isinstance(probs_out, torch.Tensor) or not probs_out.dtype.is_floating_point:
-            raise TypeError("probs_out must be a floating torch.Tensor")
+        if not isinstance(probs_out, torch.Tensor):
+            raise TypeError(f"probs_out must be a floating torch.Tensor, got {type(probs_out).__name__}")
+        if not probs_out.dtype.is_floating_point:
+            raise TypeError(f"probs_out must be a floating torch.Tensor, got dtype {probs_out.dtype}")
         if tuple(probs_out.shape) != (batch, vocab):
             raise ValueError(f"probs_out must have shape [{batch}, {vocab}], got {list(probs_out.shape)}")
         if probs_out.device != logits.device:
@@ -872,7 +889,8 @@ def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=N
 
 def renorm_draft_probs(draft_logits, temperature):
     """softmax(draft_logits / T) over the last dim, float32, same shape; rows with T <= 0 (or NaN)
-    are the one-hot of the argmax (smallest id on ties). NaN and +-inf logits get probability 0;
+    are the one-hot of the argmax (smallest id on ties), rows with T = inf are uniform over the
+    finite logits. NaN and +-inf logits get probability 0;
     a row without a finite logit is all zeros.
 
     draft_logits  [..., V] float32/bfloat16/float16 (e.g. [B, K, V]).
