@@ -89,17 +89,51 @@ def test_gumbel_temperature_tensor_layouts(request, layout):
     report.assert_clean()
 
 
-@pytest.mark.xfail(strict=True, reason="T = inf softmax is all zeros, owner: specsample/kernels/gumbel.py")
 def test_softmax_at_infinite_temperature_is_uniform():
-    """Open (appeared with c1f948d). renorm_draft_probs(l, T = inf) and sample_from_logits'
-    probs_out at T = inf return all zeros for a row like [1.5, 0.3, -2.0, NaN] (while
-    [1e30, -1e30, 0, 0] comes out uniform), although both docstrings say
-    T = inf is uniform (and sample_from_logits' tokens are uniform). Should: 1 / (number of finite
-    logits) on every finite logit, 0 elsewhere (reference.gumbel.softmax_with_temperature)."""
-    logits = torch.tensor([[1.5, 0.3, -2.0, float("nan")], [1e30, -1e30, 0.0, 0.0]])
-    want = np.array([[1 / 3, 1 / 3, 1 / 3, 0.0], [0.25, 0.25, 0.25, 0.25]])
+    """Fixed in 4393d04 (appeared with c1f948d). renorm_draft_probs(l, T = inf) and
+    sample_from_logits' probs_out at T = inf returned all zeros for a row like
+    [1.5, 0.3, -2.0, NaN] (while [1e30, -1e30, 0, 0] came out uniform): the softmax sums took
+    2^((l - max) * scale) with scale = 0, and a -inf lane (NaN logit, tail past V) made -inf * 0 =
+    NaN. The row [3e38, -3e38, -inf, 0] has finite logits whose difference overflows float32 to
+    -inf, the same NaN. Must: 1 / (number of finite logits) on every finite logit, 0 elsewhere
+    (reference.gumbel.softmax_with_temperature)."""
+    logits = torch.tensor([[1.5, 0.3, -2.0, float("nan")], [1e30, -1e30, 0.0, 0.0],
+                           [3e38, -3e38, float("-inf"), 0.0]])  # fmt: skip
+    want = np.array([[1 / 3, 1 / 3, 1 / 3, 0.0], [0.25, 0.25, 0.25, 0.25], [1 / 3, 1 / 3, 0.0, 1 / 3]])
+    assert np.allclose(rg.softmax_with_temperature(logits.numpy(), float("inf")), want)
     out = ss.renorm_draft_probs(logits, float("inf"))
-    probs_out = torch.zeros(2, 4)
-    ss.sample_from_logits(logits, float("inf"), seeds=torch.tensor([1, 2]), offsets=torch.tensor([0, 0]),
-                          probs_out=probs_out)  # fmt: skip
+    probs_out = torch.zeros(3, 4)
+    ss.sample_from_logits(logits, float("inf"), seeds=torch.tensor([1, 2, 3]), offsets=torch.zeros(3,
+                          dtype=torch.int64), probs_out=probs_out)  # fmt: skip
     assert np.allclose(out.numpy(), want) and np.allclose(probs_out.numpy(), want)
+
+
+@pytest.mark.parametrize("tiles_per_chunk", [1, 3])
+def test_softmax_at_infinite_temperature_across_tiles_and_chunks(request, tiles_per_chunk):
+    """Fixed in 4393d04, the same defect where the row spans several tiles (tiles_per_chunk = 3:
+    the running (max, sum) merge inside a chunk) or several chunks (tiles_per_chunk = 1: the merge
+    kernel), with tiles of 8 tokens, V = 21 (a partial last tile) and the buffer poisoned past V.
+    Rows mix finite logits, NaN, +-inf and +-3e38 (differences that overflow float32); per-row
+    temperatures inf, 1, 0 and NaN, so the finite and greedy rows check that the fix leaves them
+    as they were. Must match reference.gumbel.softmax_with_temperature to 1e-6 (float32 rounding;
+    deterministic, no alpha)."""
+    from specsample.kernels import gumbel as kg
+    from specsample.kernels._launch import interpreting
+
+    batch, vocab = 64, 21
+    rng = np.random.default_rng(seeding.test_seed(request.node.nodeid))
+    buf = np.full((batch, vocab + 3), 1e30, dtype=np.float32)  # poison past V
+    l = rng.normal(size=(batch, vocab)).astype(np.float32) * 4
+    junk = rng.choice(np.array([np.nan, np.inf, -np.inf, 3e38, -3e38], dtype=np.float32), size=(batch, vocab))
+    l = np.where(rng.random((batch, vocab)) < 0.3, junk, l)
+    l[0] = np.nan  # a row without a finite logit
+    buf[:, :vocab] = l
+    logits = torch.from_numpy(buf)[:, :vocab]
+    temperature = torch.tensor([float("inf"), 1.0, 0.0, float("nan")] * (batch // 4))
+    tiling = kg.RaceTiling(batch if interpreting() else 1, 8, tiles_per_chunk, 1)
+    probs_out = torch.full((batch, vocab), -1.0)
+    kg._sample_from_logits(logits, temperature, torch.arange(batch), torch.zeros(batch, dtype=torch.int64),
+                           probs_out, tiling)  # fmt: skip
+    want = rg.softmax_with_temperature(l, temperature.numpy())
+    err = np.abs(probs_out.numpy() - want).max(axis=1)
+    assert (err <= 1e-6).all(), f"rows {np.flatnonzero(err > 1e-6).tolist()}: max error {err.max():.3g}"
