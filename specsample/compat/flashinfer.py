@@ -46,8 +46,6 @@ from specsample.kernels._checks import fail as _fail
 _ROW_KEY_STEP = -7046029254386353131  # 0x9E3779B97F4A7C15 as a signed int64
 
 
-
-
 def _per_row(name: str, value, batch: int, device) -> tuple[torch.Tensor, bool]:
     """int or int64 tensor of length 1 / B -> ([B] int64 tensor, whether it was a single value)."""
     if isinstance(value, int) and not isinstance(value, bool):

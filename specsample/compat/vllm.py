@@ -56,8 +56,6 @@ PLACEHOLDER_TOKEN_ID = -1
 _BELOW_ONE = 1.0 - 2.0**-24  # largest float32 below 1
 
 
-
-
 def padded_rows(cu_num_draft_tokens, max_spec_len: int, num_tokens: int):
     """(rows [B, K+1] int64, n [B] int64) on the device: rows[b, i] is the flat row of draft i of
     request b for i < n_b, and some valid row (never used as a draft row) otherwise."""

@@ -255,8 +255,6 @@ def _chain_emit_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-
-
 def _launch_config(batch: int, vocab: int, block_v: int | None):
     """(BLOCK_ROWS, BLOCK_V, num_warps). GPU: one row per program and the smallest power-of-two
     chunk in [1024, 4096] that still gives >= 2 programs per SM (fewer, larger chunks when the batch

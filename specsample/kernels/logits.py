@@ -542,8 +542,6 @@ def _logits_fused_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-
-
 def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None) -> dict:
     """Tile and chunk sizes of both phases. GPU: one row per program; phase 1 reads chunks of
     `stats_block * stats_tiles` columns (8192 by default) so B*(K+1)*chunks fills the SMs; phase 2
