@@ -31,9 +31,10 @@ import triton.language as tl
 
 from specsample.kernels._checks import FLOAT_DTYPES as _PROB_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
+from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._launch import check_device, interpreting
+from specsample.kernels._launch import interpreting
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult
 
@@ -301,17 +302,8 @@ def chain_rejection_sample(
     (finite non-negative probabilities, draft ids in range, uniforms in [0, 1)) that synchronise.
     """
     p = target_probs
-    if not isinstance(p, torch.Tensor):
-        _fail(TypeError, "target_probs", "a torch.Tensor", type(p).__name__)
-    if p.dtype not in _PROB_DTYPES:
-        _fail(TypeError, "target_probs", f"dtype in {[str(d) for d in _PROB_DTYPES]}", p.dtype)
-    if p.dim() != 3 or p.shape[1] < 1 or p.shape[2] < 1:
-        _fail(ValueError, "target_probs", "shape [B, K+1, V] with K+1 >= 1 and V >= 1", tuple(p.shape))
-    check_device("target_probs", p)
-    batch, k_plus_1, vocab = p.shape
+    batch, k_plus_1, vocab = check_target_rows("target_probs", p)
     num_k = k_plus_1 - 1
-    if vocab >= 2**31 - 1:
-        _fail(ValueError, "target_probs", "V < 2^31 - 1 (token ids are int32)", vocab)
     device = p.device
     _check_tensor("draft_token_ids", draft_token_ids, (batch, num_k), _ID_DTYPES, device)
     if draft_probs is not None:

@@ -50,9 +50,9 @@ import triton.language as tl
 
 from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
-from specsample.kernels._checks import check_tensor
+from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._launch import check_device, interpreting
+from specsample.kernels._launch import interpreting
 from specsample.kernels.philox import (
     STREAM_LOGITS_RESIDUAL,
     STREAM_LOGITS_UNIFORM,
@@ -606,17 +606,8 @@ def rejection_sample_logits(
     probability tensors are never materialised: workspaces are O(B (K+1) V / chunk).
     """
     lg = target_logits
-    if not isinstance(lg, torch.Tensor):
-        _fail(TypeError, "target_logits", "a torch.Tensor", type(lg).__name__)
-    if lg.dtype not in _LOGIT_DTYPES:
-        _fail(TypeError, "target_logits", f"dtype in {[str(d) for d in _LOGIT_DTYPES]}", lg.dtype)
-    if lg.dim() != 3 or lg.shape[1] < 1 or lg.shape[2] < 1:
-        _fail(ValueError, "target_logits", "shape [B, K+1, V] with K+1 >= 1 and V >= 1", tuple(lg.shape))
-    check_device("target_logits", lg)
-    batch, k_plus_1, vocab = lg.shape
+    batch, k_plus_1, vocab = check_target_rows("target_logits", lg)
     num_k = k_plus_1 - 1
-    if vocab >= 2**31 - 1:
-        _fail(ValueError, "target_logits", "V < 2^31 - 1 (token ids are int32)", vocab)
     device = lg.device
     _check_tensor("draft_token_ids", draft_token_ids, (batch, num_k), _ID_DTYPES, device)
     if draft_logits is not None:
