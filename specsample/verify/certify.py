@@ -41,6 +41,11 @@ CHAIN_LAWS = ("grid", "coupling", "coupling_seeded", "conditional", "accepted_le
 CHAIN_GLOBAL_LAWS = ("edge", "determinism", "batch_invariance", "cuda_graph")
 
 
+# ------------------------------------------------------------------------------------------------
+# records shared by every family (chain, gumbel, logits)
+# ------------------------------------------------------------------------------------------------
+
+
 @dataclass
 class CertRecord:
     """One certificate: what was tested, on what, the verdict and the statement it proves."""
@@ -83,6 +88,121 @@ def law_seed(case: str, law: str, salt: int = 0) -> int:
     """Seed of one certificate: a stable hash of (case, law, salt); salt varies only in calibration."""
     h = hashlib.sha256(f"{case}|{law}|{salt}".encode()).digest()
     return int.from_bytes(h[:8], "little") & ((1 << 62) - 1)
+
+
+def gof_rows(law: np.ndarray, budget: Budget) -> int:
+    """Rows for a GOF run: specsample.stats' design n for (law, eps, alpha, beta), within the budget."""
+    return sb.design_rows(
+        law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
+    )
+
+
+def budget_gof(counts, law, budget: Budget, label: str, seed: int | None = None) -> sb.GofOutcome:
+    """The designed GOF of `counts` against `law` at the budget's (eps, alpha, beta)."""
+    return sb.designed_gof(
+        counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, seed=seed, label=label
+    )
+
+
+def gof_record(
+    sampler_name: str,
+    case: str,
+    law: str,
+    statement: str,
+    rows: int,
+    g: sb.GofOutcome,
+    budget: Budget,
+    seed: int,
+    plot: dict | None = None,
+) -> CertRecord:
+    """The certificate of one designed GOF test: passes iff the test passed; carries the budget's
+    design, the test's p-value and, on failure, its message."""
+    return CertRecord(
+        sampler_name,
+        case,
+        law,
+        "pass" if g.passed else "fail",
+        statement,
+        rows,
+        alpha=budget.alpha,
+        beta=budget.beta,
+        eps=budget.eps,
+        pvalue=g.pvalue,
+        pvalues=[g.pvalue] if g.pvalue is not None else [],
+        seed=seed,
+        detail="" if g.passed else g.message,
+        plot=plot,
+    )
+
+
+@dataclass
+class GofTally:
+    """The designed GOF tests behind one certificate, each at the budget's alpha: the p-values they
+    produced and one failure line per test that failed (callers may add other findings)."""
+
+    pvalues: list = field(default_factory=list)
+    failures: list = field(default_factory=list)
+
+    def add(self, key: str, g: sb.GofOutcome) -> None:
+        """Count one test; a failed test is reported as `key: message`."""
+        if g.pvalue is not None:
+            self.pvalues.append(g.pvalue)
+        if not g.passed:
+            self.failures.append(f"{key}: {g.message}")
+
+    def record(
+        self, sampler_name: str, case: str, law: str, statement: str, budget: Budget, seed: int, **fields
+    ) -> CertRecord:
+        """The certificate: fails iff a failure was counted; its p-value is the smallest one."""
+        return CertRecord(
+            sampler_name,
+            case,
+            law,
+            "fail" if self.failures else "pass",
+            statement,
+            alpha=budget.alpha,
+            beta=budget.beta,
+            eps=budget.eps,
+            pvalue=min(self.pvalues) if self.pvalues else None,
+            pvalues=self.pvalues,
+            seed=seed,
+            detail="; ".join(self.failures),
+            **fields,
+        )
+
+
+def seeded_coupling_record(
+    sampler_name: str,
+    case: str,
+    statement: str,
+    rows: int,
+    hard: np.ndarray,
+    tv_bound: float,
+    seed: int,
+    describe_row,
+    delta: float | None = None,
+) -> CertRecord:
+    """The coupling_seeded certificate of outputs compared row by row with a reference on the same
+    Philox noise: fails iff a row mismatches outside float tolerance (`hard`); the detail is
+    `describe_row(b)` of the first such row b."""
+    detail = describe_row(int(np.flatnonzero(hard)[0])) if hard.any() else ""
+    return CertRecord(
+        sampler_name,
+        case,
+        "coupling_seeded",
+        "fail" if hard.any() else "pass",
+        statement,
+        rows,
+        delta=delta,
+        tv_bound=tv_bound,
+        seed=seed,
+        detail=detail,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# chain cases: rows, uniforms, tolerance, output structure
+# ------------------------------------------------------------------------------------------------
 
 
 def _rows(case: ChainCase, rows: int):
@@ -360,13 +480,6 @@ def certify_coupling_seeded(
 # ------------------------------------------------------------------------------------------------
 
 
-def gof_rows(law: np.ndarray, budget: Budget) -> int:
-    """Rows for a GOF run: specsample.stats' design n for (law, eps, alpha, beta), within the budget."""
-    return sb.design_rows(
-        law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
-    )
-
-
 def _production_call(sampler, case, p, ids, q, n, seeds, offsets):
     """The production RNG path when the sampler has one; else the same Philox uniforms injected."""
     if sampler.supports_seeds:
@@ -399,31 +512,20 @@ def certify_conditional(sampler, case, budget, salt=0, run=None) -> CertRecord:
         return CertRecord(
             sampler.name, case.name, "conditional", "fail", f"structure: {viol}", rows, seed=seed
         )
-    fails, pvals, parts = [], [], []
+    tally, parts = GofTally(), []
     for j in range(law.shape[0]):
         nj = int(counts[j].sum())
         pj = law[j].sum()
         if pj <= 0:
             if nj > 0:
-                fails.append(f"a={j}: law gives P(a={j}) = 0 but {nj} rows reached it")
+                tally.failures.append(f"a={j}: law gives P(a={j}) = 0 but {nj} rows reached it")
             continue
         if nj < 50:
             parts.append(f"a={j}: n={nj} (too few to test)")
             continue
-        g = sb.designed_gof(
-            counts[j],
-            law[j] / pj,
-            eps=budget.eps,
-            alpha=budget.alpha,
-            beta=budget.beta,
-            seed=seed,
-            label=f"{case.name} a={j}",
-        )
-        if g.pvalue is not None:
-            pvals.append(g.pvalue)
+        g = budget_gof(counts[j], law[j] / pj, budget, f"{case.name} a={j}", seed)
+        tally.add(f"a={j}", g)
         parts.append(f"a={j}: n={nj}, p={_fmt(g.pvalue)}, detects TV>={g.detectable_eps:.3g}")
-        if not g.passed:
-            fails.append(f"a={j}: {g.message}")
     # TV certificate of the most visited position: TV(emitted | a = j, target) <= bound at 1 - delta
     j_top = int(np.argmax(counts.sum(axis=1)))
     tv = None
@@ -434,27 +536,20 @@ def certify_conditional(sampler, case, budget, salt=0, run=None) -> CertRecord:
             ).tv_bound
         )
         parts.append(f"TV(token | a={j_top}) <= {tv:.3g} at 1-{budget.coupling_delta:g}")
-    status = "fail" if fails else "pass"
     stmt = (
         f"conditional law of the emitted token per position (drafts fixed), "
         f"alpha={budget.alpha:g} each{note}: " + "; ".join(parts)
     )
-    return CertRecord(
+    return tally.record(
         sampler.name,
         case.name,
         "conditional",
-        status,
         stmt,
-        rows,
-        alpha=budget.alpha,
-        beta=budget.beta,
-        eps=budget.eps,
-        pvalue=min(pvals) if pvals else None,
-        pvalues=pvals,
-        seed=seed,
+        budget,
+        seed,
+        n=rows,
         tv_bound=tv,
         delta=budget.coupling_delta,
-        detail="; ".join(fails),
     )
 
 
@@ -467,35 +562,13 @@ def certify_accepted_length(sampler, case, budget, salt=0, run=None) -> CertReco
         )
     obs = counts.sum(axis=1)
     exp = accepted_length_law(law)
-    g = sb.designed_gof(
-        obs,
-        exp,
-        eps=budget.eps,
-        alpha=budget.alpha,
-        beta=budget.beta,
-        seed=seed,
-        label=f"{case.name} accepted length",
-    )
+    g = budget_gof(obs, exp, budget, f"{case.name} accepted length", seed)
     stmt = (
         f"accepted-length law P(a=j) (drafts fixed), n={rows}, p={_fmt(g.pvalue)}, "
         f"detects TV>={g.detectable_eps:.3g}{note}"
     )
-    return CertRecord(
-        sampler.name,
-        case.name,
-        "accepted_length",
-        "pass" if g.passed else "fail",
-        stmt,
-        rows,
-        alpha=budget.alpha,
-        beta=budget.beta,
-        eps=budget.eps,
-        pvalue=g.pvalue,
-        pvalues=[g.pvalue] if g.pvalue is not None else [],
-        seed=seed,
-        detail="" if g.passed else g.message,
-        plot={"expected": exp.tolist(), "observed": (obs / max(rows, 1)).tolist()},
-    )
+    plot = {"expected": exp.tolist(), "observed": (obs / max(rows, 1)).tolist()}
+    return gof_record(sampler.name, case.name, "accepted_length", stmt, rows, g, budget, seed, plot)
 
 
 def certify_joint(sampler, case, budget, salt=0) -> CertRecord:
@@ -533,40 +606,18 @@ def certify_joint(sampler, case, budget, salt=0) -> CertRecord:
     if viol:
         return CertRecord(sampler.name, case.name, "joint", "fail", f"structure: {viol}", rows, seed=seed)
     counts = counts_from_outputs(out.tokens, out.num_accepted, case.vocab, case.num_draft_tokens)
-    g = sb.designed_gof(
-        counts.ravel(),
-        law.ravel(),
-        eps=budget.eps,
-        alpha=budget.alpha,
-        beta=budget.beta,
-        seed=seed,
-        label=f"{case.name} joint",
-    )
+    g = budget_gof(counts.ravel(), law.ravel(), budget, f"{case.name} joint", seed)
     stmt = (
         f"joint law of (a, token) with drafts drawn from q, n={rows}, {int((law > 0).sum())} cells, "
         f"p={_fmt(g.pvalue)}, detects TV>={g.detectable_eps:.3g} w.p. 1-{budget.beta:g} at "
         f"alpha={budget.alpha:g}{note}"
     )
-    return CertRecord(
-        sampler.name,
-        case.name,
-        "joint",
-        "pass" if g.passed else "fail",
-        stmt,
-        rows,
-        alpha=budget.alpha,
-        beta=budget.beta,
-        eps=budget.eps,
-        pvalue=g.pvalue,
-        pvalues=[g.pvalue] if g.pvalue is not None else [],
-        seed=seed,
-        detail="" if g.passed else g.message,
-        plot={
-            "expected": law.ravel().tolist(),
-            "observed": (counts.ravel() / rows).tolist(),
-            "shape": list(law.shape),
-        },
-    )
+    plot = {
+        "expected": law.ravel().tolist(),
+        "observed": (counts.ravel() / rows).tolist(),
+        "shape": list(law.shape),
+    }
+    return gof_record(sampler.name, case.name, "joint", stmt, rows, g, budget, seed, plot)
 
 
 def timed(fn, *args, **kw) -> CertRecord:

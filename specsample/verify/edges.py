@@ -21,7 +21,15 @@ import numpy as np
 from specsample.reference.chain import chain_rejection_reference
 from specsample.verify.budgets import Budget
 from specsample.verify.cases import case_rng, round_to_dtype
-from specsample.verify.certify import U_MAX, U_STEP, CertRecord, _fmt, _structure_violations, law_seed
+from specsample.verify.certify import (
+    U_MAX,
+    U_STEP,
+    CertRecord,
+    _fmt,
+    _structure_violations,
+    budget_gof,
+    law_seed,
+)
 from specsample.verify.protocol import ChainSampler
 
 
@@ -387,7 +395,6 @@ def certify_cuda_graph(sampler: ChainSampler, budget: Budget, salt: int = 0) -> 
         return CertRecord(sampler.name, "graph", name, "skip", "needs a CUDA device and a kernel sampler")
     import torch
 
-    from specsample.verify import stats_bridge as sb
     from specsample.verify.exact_laws import chain_joint_law
 
     rng = case_rng("cuda_graph", salt)
@@ -429,9 +436,7 @@ def certify_cuda_graph(sampler: ChainSampler, budget: Budget, salt: int = 0) -> 
         counts += np.bincount(res.num_accepted.cpu().numpy().astype(np.int64), minlength=k + 1)
     torch.cuda.synchronize()
     law = chain_joint_law(p, q, x).sum(axis=1)
-    g = sb.designed_gof(
-        counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, label="cuda graph replays"
-    )
+    g = budget_gof(counts, law, budget, "cuda graph replays")
     if not g.passed:
         errs.append(f"accepted-length law over replays: {g.message}")
     stmt = (

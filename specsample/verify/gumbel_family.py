@@ -16,7 +16,15 @@ from specsample.reference.philox import STREAM_GUMBEL, gumbel_exponentials
 from specsample.verify import stats_bridge as sb
 from specsample.verify.budgets import Budget
 from specsample.verify.cases import case_rng, round_to_dtype
-from specsample.verify.certify import CertRecord, _fmt, law_seed
+from specsample.verify.certify import (
+    CertRecord,
+    _fmt,
+    budget_gof,
+    gof_record,
+    gof_rows,
+    law_seed,
+    seeded_coupling_record,
+)
 from specsample.verify.mutable_reference import gumbel_sample
 from specsample.verify.protocol import GumbelSampler
 
@@ -79,59 +87,32 @@ def certify_gumbel_coupling(sampler: GumbelSampler, name, p, budget: Budget, sal
         f"in {rows} rows "
         f"({int(hard.sum())} outside float tolerance); TV <= {ucb:.3g} at 1-{budget.coupling_delta:g}"
     )
-    detail = ""
-    if hard.any():
-        b = int(np.flatnonzero(hard)[0])
-        detail = f"e.g. seed={seeds[b]} offset={offsets[b]}: sampler {got[b]} vs reference {ref[b]}"
-    return CertRecord(
-        sampler.name,
-        name,
-        "coupling_seeded",
-        "fail" if hard.any() else "pass",
-        stmt,
-        rows,
-        delta=budget.coupling_delta,
-        tv_bound=ucb,
-        seed=seed,
-        detail=detail,
+
+    def describe(b: int) -> str:
+        return f"e.g. seed={seeds[b]} offset={offsets[b]}: sampler {got[b]} vs reference {ref[b]}"
+
+    return seeded_coupling_record(
+        sampler.name, name, stmt, rows, hard, ucb, seed, describe, delta=budget.coupling_delta
     )
 
 
 def certify_gumbel_gof(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:
     seed = law_seed(name, "gof", salt)
     law = np.append(p, 0.0)  # last cell: -1 / out of range
-    rows = sb.design_rows(
-        law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
-    )
+    rows = gof_rows(law, budget)
     seeds = np.full(rows, seed, np.int64)
     offsets = (1 << 32) - rows // 2 + np.arange(rows, dtype=np.int64)
     idx = sampler(np.broadcast_to(p, (rows, p.shape[0])), 1, seeds, offsets)[:, 0]
     vocab = p.shape[0]
     cells = np.where((idx < 0) | (idx >= vocab), vocab, idx)
     counts = np.bincount(cells, minlength=vocab + 1)
-    g = sb.designed_gof(
-        counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, seed=seed, label=name
-    )
+    g = budget_gof(counts, law, budget, name, seed)
     stmt = (
         f"law of one draw vs p, n={rows}, p={_fmt(g.pvalue)}, detects TV>={g.detectable_eps:.3g} "
         f"w.p. 1-{budget.beta:g} at alpha={budget.alpha:g}"
     )
-    return CertRecord(
-        sampler.name,
-        name,
-        "gof",
-        "pass" if g.passed else "fail",
-        stmt,
-        rows,
-        alpha=budget.alpha,
-        beta=budget.beta,
-        eps=budget.eps,
-        pvalue=g.pvalue,
-        pvalues=[g.pvalue] if g.pvalue is not None else [],
-        seed=seed,
-        detail="" if g.passed else g.message,
-        plot={"expected": law.tolist(), "observed": (counts / rows).tolist()},
-    )
+    plot = {"expected": law.tolist(), "observed": (counts / rows).tolist()}
+    return gof_record(sampler.name, name, "gof", stmt, rows, g, budget, seed, plot)
 
 
 def certify_plackett_luce(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:
@@ -143,37 +124,19 @@ def certify_plackett_luce(sampler: GumbelSampler, name, p, budget: Budget, salt=
     seed = law_seed(name, "plackett_luce", salt)
     law = plackett_luce_law(p, 2).ravel()
     law = np.append(law, 0.0)
-    rows = sb.design_rows(
-        law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
-    )
+    rows = gof_rows(law, budget)
     seeds = np.arange(rows, dtype=np.int64) * 104729 + seed % 1000003
     offsets = np.full(rows, 77, np.int64)
     idx = sampler(np.broadcast_to(p, (rows, vocab)), 2, seeds, offsets)
     bad = np.any((idx < 0) | (idx >= vocab), axis=1) | (idx[:, 0] == idx[:, 1])
     cells = np.where(bad, vocab * vocab, idx[:, 0] * vocab + idx[:, 1])
     counts = np.bincount(cells, minlength=vocab * vocab + 1)
-    g = sb.designed_gof(
-        counts, law, eps=budget.eps, alpha=budget.alpha, beta=budget.beta, seed=seed, label=name
-    )
+    g = budget_gof(counts, law, budget, name, seed)
     stmt = (
         f"ordered top-2 pairs vs the Plackett-Luce law, n={rows}, p={_fmt(g.pvalue)}, "
         f"detects TV>={g.detectable_eps:.3g}"
     )
-    return CertRecord(
-        sampler.name,
-        name,
-        "plackett_luce",
-        "pass" if g.passed else "fail",
-        stmt,
-        rows,
-        alpha=budget.alpha,
-        beta=budget.beta,
-        eps=budget.eps,
-        pvalue=g.pvalue,
-        pvalues=[g.pvalue] if g.pvalue is not None else [],
-        seed=seed,
-        detail="" if g.passed else g.message,
-    )
+    return gof_record(sampler.name, name, "plackett_luce", stmt, rows, g, budget, seed)
 
 
 def certify_gumbel_zero_mass(sampler: GumbelSampler, budget: Budget, salt=0) -> CertRecord:

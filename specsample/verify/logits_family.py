@@ -19,7 +19,15 @@ from specsample.reference.logits import output_law, rejection_sample_logits_refe
 from specsample.verify import stats_bridge as sb
 from specsample.verify.budgets import Budget
 from specsample.verify.cases import case_rng, round_to_dtype
-from specsample.verify.certify import CertRecord, _fmt, law_seed
+from specsample.verify.certify import (
+    CertRecord,
+    GofTally,
+    _fmt,
+    budget_gof,
+    gof_rows,
+    law_seed,
+    seeded_coupling_record,
+)
 from specsample.verify.exact_laws import counts_from_outputs
 from specsample.verify.protocol import SamplerUnavailable, _torch_device, as_chain_output, to_torch
 
@@ -125,21 +133,11 @@ def certify_logits_coupling(sampler, case, budget: Budget, salt=0) -> CertRecord
         f"seeded path equals reference.logits on the same Philox stream (T in 0, 0.5, 1, 1.7): "
         f"{int(mism.sum())} mismatches in {rows} rows ({int(hard.sum())} outside float tolerance)"
     )
-    detail = ""
-    if hard.any():
-        b = int(np.flatnonzero(hard)[0])
-        detail = f"e.g. T={temps[b]}: sampler {out.tokens[b].tolist()} vs reference {ref.tokens[b].tolist()}"
-    return CertRecord(
-        sampler.name,
-        name,
-        "coupling_seeded",
-        "fail" if hard.any() else "pass",
-        stmt,
-        rows,
-        tv_bound=ucb,
-        seed=seed,
-        detail=detail,
-    )
+
+    def describe(b: int) -> str:
+        return f"e.g. T={temps[b]}: sampler {out.tokens[b].tolist()} vs reference {ref.tokens[b].tolist()}"
+
+    return seeded_coupling_record(sampler.name, name, stmt, rows, hard, ucb, seed, describe)
 
 
 def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
@@ -174,16 +172,14 @@ def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
 def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRecord:
     name, lg, dl, drafts = case
     k, vocab = lg.shape[0] - 1, lg.shape[1]
-    fails, parts, pvals = [], [], []
+    tally, parts = GofTally(), []
     seed = law_seed(name, "conditional", salt)
     temps = (0.7, 1.5) if budget.eps <= 0.04 else ((0.7,) if k % 2 else (1.5,))  # interpreter: one T per case
     for temp in temps:
         p = softmax_logits(lg, temp)
         q = None if dl is None else softmax_logits(dl, temp)
         law = output_law(p, drafts, q)
-        rows = sb.design_rows(
-            law, budget.eps, budget.alpha, budget.beta, budget.gof_max_rows, budget.gof_min_rows
-        )
+        rows = gof_rows(law, budget)
         seeds = np.full(rows, seed, np.int64)
         offsets = (1 << 32) - rows // 2 + np.arange(rows, dtype=np.int64)
         out = sampler(
@@ -195,35 +191,11 @@ def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRec
             offsets,
         )
         counts = counts_from_outputs(out.tokens, out.num_accepted, vocab, k)
-        g = sb.designed_gof(
-            counts.ravel(),
-            law.ravel(),
-            eps=budget.eps,
-            alpha=budget.alpha,
-            beta=budget.beta,
-            seed=seed,
-            label=f"{name} T={temp}",
-        )
-        if g.pvalue is not None:
-            pvals.append(g.pvalue)
+        g = budget_gof(counts.ravel(), law.ravel(), budget, f"{name} T={temp}", seed)
+        tally.add(f"T={temp}", g)
         parts.append(f"T={temp}: n={rows}, p={_fmt(g.pvalue)}")
-        if not g.passed:
-            fails.append(f"T={temp}: {g.message}")
     stmt = f"joint (a, token) law at T in {temps}, alpha={budget.alpha:g} each: " + "; ".join(parts)
-    return CertRecord(
-        sampler.name,
-        name,
-        "conditional",
-        "fail" if fails else "pass",
-        stmt,
-        alpha=budget.alpha,
-        beta=budget.beta,
-        eps=budget.eps,
-        pvalue=min(pvals) if pvals else None,
-        pvalues=pvals,
-        seed=seed,
-        detail="; ".join(fails),
-    )
+    return tally.record(sampler.name, name, "conditional", stmt, budget, seed)
 
 
 LOGITS_LAWS = {
