@@ -9,22 +9,21 @@ from specsample.verify.cli import main
 TARGET = "specsample.verify.examples.sglang_like:chain_sample_sglang_like"
 
 
+def _verify(*args: str) -> int:
+    """Exit status of `verify --device cpu --no-progress ARGS`."""
+    return main(["verify", "--device", "cpu", "--no-progress", *args])
+
+
 def test_reference_passes_and_writes_the_report(tmp_path):
-    rc = main(
-        [
-            "verify",
-            "--device",
-            "cpu",
-            "--adapter",
-            "reference",
-            "--no-progress",
-            "--only",
-            "edge",
-            "dirichlet1_V8_K2",
-            "gumbel_dirichlet1_V7",
-            "--report",
-            str(tmp_path),
-        ]
+    rc = _verify(
+        "--adapter",
+        "reference",
+        "--only",
+        "edge",
+        "dirichlet1_V8_K2",
+        "gumbel_dirichlet1_V7",
+        "--report",
+        str(tmp_path),
     )
     assert rc == 0
     files = {p.name for p in tmp_path.iterdir()}
@@ -37,49 +36,24 @@ def test_reference_passes_and_writes_the_report(tmp_path):
 
 
 def test_failing_target_exits_1(tmp_path, capsys):
-    rc = main(
-        [
-            "verify",
-            "--device",
-            "cpu",
-            "--target",
-            TARGET,
-            "--only",
-            "edge",
-            "--no-progress",
-            "--report",
-            str(tmp_path),
-        ]
-    )
+    rc = _verify("--target", TARGET, "--only", "edge", "--report", str(tmp_path))
     assert rc == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "edge" in out and "norm_sum_zero" in out
 
 
 def test_uninstalled_engine_exits_2(capsys):
-    rc = main(["verify", "--device", "cpu", "--adapter", "vllm", "--no-progress"])
+    rc = _verify("--adapter", "vllm")
     assert rc == 2
     assert "not installed" in capsys.readouterr().err
 
 
 def test_unloadable_target_exits_2(capsys):
-    rc = main(["verify", "--device", "cpu", "--target", "no.such.module:fn", "--no-progress"])
+    rc = _verify("--target", "no.such.module:fn")
     assert rc == 2
 
 
 def test_requested_engine_missing_next_to_reference_exits_2(capsys):
-    rc = main(
-        [
-            "verify",
-            "--device",
-            "cpu",
-            "--adapter",
-            "reference",
-            "flashinfer",
-            "--only",
-            "edge",
-            "--no-progress",
-        ]
-    )
+    rc = _verify("--adapter", "reference", "flashinfer", "--only", "edge")
     assert rc == 2
     assert "not certified: flashinfer" in capsys.readouterr().out
