@@ -17,12 +17,26 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from specsample.kernels._launch import interpreting
+
 PROB_KINDS = ("ok", "nan_row", "zero_row", "inf_entry", "negative_entries", "last_lane_only", "single_lane",
               "subnormal", "near_float32_max")  # fmt: skip
 LOGIT_KINDS = ("ok", "nan_row", "neg_inf_row", "pos_inf_entry", "huge", "single_finite", "ties")
 TEMPERATURES = (0.0, 1e-30, 0.7, 1.0, 5.0, float("inf"), -1.0, float("nan"))
 SEED_VALUES = (0, -1, 2**63 - 1, -(2**63), 2**33 - 1)
 PROB_POISON, LOGIT_POISON = 1.0, 1.0e4
+# T = inf is left out of the value tests' softmax checks: an open defect when they were written, fixed
+# in 4393d04 and checked by test_defect_regressions.py (putting it back there is a change of its own)
+RACE_TEMPERATURES = tuple(t for t in TEMPERATURES if t != float("inf"))
+
+
+def prob_kinds(dtype: torch.dtype) -> tuple[str, ...]:
+    """The probability kinds of a `dtype` batch where the kernels run: PROB_KINDS, less bf16 subnormals
+    under the interpreter (triton 3.9's interpreter widens bfloat16 subnormals to float32 wrongly:
+    `_convert_float` clamps the exponent, so the kernel sees no mass;
+    test_adversarial_values.py::test_bf16_subnormal_mass_survives_on_gpu checks them on the GPU)."""
+    skip = {"subnormal"} if dtype == torch.bfloat16 and interpreting() else set()
+    return tuple(k for k in PROB_KINDS if k not in skip)
 
 
 def guarded(values: np.ndarray, dtype: torch.dtype, poison: float) -> torch.Tensor:

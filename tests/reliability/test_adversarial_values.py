@@ -15,12 +15,12 @@ import pytest
 import torch
 from reliability_batches import (
     LOGIT_POISON,
-    PROB_KINDS,
     PROB_POISON,
-    TEMPERATURES,
+    RACE_TEMPERATURES,
     draft_ids,
     guarded,
     logit_rows,
+    prob_kinds,
     prob_rows,
     ragged_counts,
     seeds_offsets,
@@ -35,25 +35,12 @@ from reliability_oracle import (
 )
 
 import specsample as ss
-from specsample.kernels._launch import interpreting
 from specsample.stats import seeding
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 IDS = {"int32": torch.int32, "int64": torch.int64}
 BATCH, NUM_K = 96, 3
-# the Gumbel softmax at T = inf is an open defect (test_defect_regressions.py::
-# test_softmax_at_infinite_temperature_is_uniform): its probabilities are not checked at T = inf
-RACE_TEMPERATURES = tuple(t for t in TEMPERATURES if t != float("inf"))
 MAX_AMBIGUOUS_FRACTION = 0.25  # the comparison covers at least 3/4 of the rows
-
-
-def _prob_kinds(dtype: str) -> tuple:
-    """The probability kinds of a batch. Left out: bf16 subnormals under the interpreter (triton
-    3.9's interpreter widens bfloat16 subnormals to float32 wrongly: `_convert_float` clamps the
-    exponent, so the kernel sees no mass; test_bf16_subnormal_mass_survives_on_gpu checks them on
-    the GPU)."""
-    skip = {"subnormal"} if dtype == "bf16" and interpreting() else set()
-    return tuple(k for k in PROB_KINDS if k not in skip)
 
 
 def _rng(request) -> np.random.Generator:
@@ -80,7 +67,7 @@ def _few_ambiguous(outcome, label):
 @pytest.mark.parametrize("ragged", [False, True], ids=["full", "ragged"])
 def test_chain_on_hostile_values(request, vocab, dtype, ids, classic, seeded, ragged):
     rng = _rng(request)
-    kinds = _prob_kinds(dtype)
+    kinds = prob_kinds(DTYPES[dtype])
     p = guarded(prob_rows(rng, (BATCH, NUM_K + 1, vocab), kinds), DTYPES[dtype], PROB_POISON)
     q = guarded(prob_rows(rng, (BATCH, NUM_K, vocab), kinds), DTYPES[dtype], PROB_POISON) if classic else None
     x = draft_ids(rng, BATCH, NUM_K, vocab, IDS[ids])
@@ -123,7 +110,7 @@ def test_rejection_sample_logits_on_hostile_values(request, vocab, dtype, ids, c
 def test_fast_sample_on_hostile_values(request, vocab, dtype, num_samples):
     """num_samples may exceed V (and the rows' positive-mass count): the extra slots are -1 / 0."""
     rng = _rng(request)
-    probs = guarded(prob_rows(rng, (BATCH, vocab), _prob_kinds(dtype)), DTYPES[dtype], PROB_POISON)
+    probs = guarded(prob_rows(rng, (BATCH, vocab), prob_kinds(DTYPES[dtype])), DTYPES[dtype], PROB_POISON)
     seeds, offsets = seeds_offsets(rng, BATCH)
     out = check_fast_sample(probs, num_samples, seeds=seeds, offsets=offsets)
     _few_ambiguous(out, "fast_sample")
@@ -158,7 +145,7 @@ def test_renorm_draft_probs_on_hostile_values(request, vocab, dtype):
 @pytest.mark.parametrize("op", ["chain", "fast_sample"])
 def test_bf16_subnormal_mass_survives_on_gpu(op, device):
     """A bf16 row whose only mass is subnormal (2^-130 ~ 7e-40) has mass: valid, and the token is
-    one of the subnormal lanes (the interpreter cannot check this, see _prob_kinds)."""
+    one of the subnormal lanes (the interpreter cannot check this, see reliability_batches.prob_kinds)."""
     vocab = 7
     p = torch.zeros(4, 2, vocab, dtype=torch.bfloat16, device=device)
     p[:, :, 2] = 2.0**-130

@@ -27,12 +27,12 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from reliability_batches import (
     LOGIT_POISON,
-    PROB_KINDS,
     PROB_POISON,
-    TEMPERATURES,
+    RACE_TEMPERATURES,
     draft_ids,
     guarded,
     logit_rows,
+    prob_kinds,
     prob_rows,
     ragged_counts,
     seeds_offsets,
@@ -47,28 +47,33 @@ from reliability_oracle import (
 )
 
 import specsample as ss
-from specsample.kernels._launch import interpreting
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 ID_DTYPES = [torch.int32, torch.int64]
-# T = inf softmax: an open defect (test_defect_regressions.py), left out of the softmax checks
-RACE_TEMPERATURES = tuple(t for t in TEMPERATURES if t != float("inf"))
 _BASE = settings()
 VALUE_EXAMPLES = _BASE.max_examples * 2  # 40 per value test in CI (~0.3 s each under the interpreter)
 METADATA_EXAMPLES = _BASE.max_examples * 10  # 200 in CI: most stop at host validation (~10 ms)
 
 shapes = st.tuples(st.integers(1, 8), st.integers(0, 4), st.integers(1, 40))
+layouts = st.sampled_from(["contiguous", "strided", "guarded"])
+value_seeds = st.integers(0, 2**32 - 1)
+# the drafted batch of the chain and logits value tests: (B, K, V), value dtype, id dtype, draft
+# distribution given or not (classic / one-hot), ragged counts or not
+drafted_batches = dict(
+    shape=shapes,
+    dtype=st.sampled_from(DTYPES),
+    id_dtype=st.sampled_from(ID_DTYPES),
+    classic=st.booleans(),
+    ragged=st.booleans(),
+)
 
 
-def _kinds(dtype):
-    """bf16 subnormals are left to the GPU (see test_adversarial_values._prob_kinds)."""
-    skip = {"subnormal"} if dtype == torch.bfloat16 and interpreting() else set()
-    return tuple(k for k in PROB_KINDS if k not in skip)
-
-
-def _layout(t: torch.Tensor, how: str) -> torch.Tensor:
-    """The same values in another layout: contiguous, every dim strided by 2, or row 0 broadcast
-    (stride 0) when the batch is 1 and the caller broadcasts."""
+def _laid_out(values: np.ndarray, dtype: torch.dtype, how: str, poison: float) -> torch.Tensor:
+    """`values` as a `dtype` tensor laid out as `how` says: contiguous, every dim strided by 2, or
+    guarded (a view between `poison` columns, reliability_batches.guarded)."""
+    if how == "guarded":
+        return guarded(values, dtype, poison)
+    t = torch.from_numpy(values).to(dtype)
     if how == "strided":
         big = torch.empty([2 * s for s in t.shape], dtype=t.dtype)
         view = big[tuple(slice(None, None, 2) for _ in t.shape)]
@@ -83,26 +88,17 @@ def _layout(t: torch.Tensor, how: str) -> torch.Tensor:
 
 
 @settings(max_examples=VALUE_EXAMPLES)
-@given(
-    shape=shapes,
-    dtype=st.sampled_from(DTYPES),
-    id_dtype=st.sampled_from(ID_DTYPES),
-    classic=st.booleans(),
-    ragged=st.booleans(),
-    seeded=st.booleans(),
-    layout=st.sampled_from(["contiguous", "strided", "guarded"]),
-    seed=st.integers(0, 2**32 - 1),
-)
+@given(**drafted_batches, seeded=st.booleans(), layout=layouts, seed=value_seeds)
 def test_fuzz_chain_values(shape, dtype, id_dtype, classic, ragged, seeded, layout, seed):
     batch, num_k, vocab = shape
     rng = np.random.default_rng(seed)
-    make = (
-        (lambda a: guarded(a, dtype, PROB_POISON))
-        if layout == "guarded"
-        else (lambda a: _layout(torch.from_numpy(a).to(dtype), layout))
+    kinds = prob_kinds(dtype)
+    p = _laid_out(prob_rows(rng, (batch, num_k + 1, vocab), kinds), dtype, layout, PROB_POISON)
+    q = (
+        _laid_out(prob_rows(rng, (batch, num_k, vocab), kinds), dtype, layout, PROB_POISON)
+        if classic
+        else None
     )
-    p = make(prob_rows(rng, (batch, num_k + 1, vocab), _kinds(dtype)))
-    q = make(prob_rows(rng, (batch, num_k, vocab), _kinds(dtype))) if classic else None
     x = draft_ids(rng, batch, num_k, vocab, id_dtype)
     n = ragged_counts(rng, batch, num_k, id_dtype) if ragged else None
     if seeded:
@@ -115,25 +111,12 @@ def test_fuzz_chain_values(shape, dtype, id_dtype, classic, ragged, seeded, layo
 
 
 @settings(max_examples=VALUE_EXAMPLES)
-@given(
-    shape=shapes,
-    dtype=st.sampled_from(DTYPES),
-    id_dtype=st.sampled_from(ID_DTYPES),
-    classic=st.booleans(),
-    ragged=st.booleans(),
-    layout=st.sampled_from(["contiguous", "strided", "guarded"]),
-    seed=st.integers(0, 2**32 - 1),
-)
+@given(**drafted_batches, layout=layouts, seed=value_seeds)
 def test_fuzz_rejection_sample_logits_values(shape, dtype, id_dtype, classic, ragged, layout, seed):
     batch, num_k, vocab = shape
     rng = np.random.default_rng(seed)
-    make = (
-        (lambda a: guarded(a, dtype, LOGIT_POISON))
-        if layout == "guarded"
-        else (lambda a: _layout(torch.from_numpy(a).to(dtype), layout))
-    )
-    lg = make(logit_rows(rng, (batch, num_k + 1, vocab)))
-    dl = make(logit_rows(rng, (batch, num_k, vocab))) if classic else None
+    lg = _laid_out(logit_rows(rng, (batch, num_k + 1, vocab)), dtype, layout, LOGIT_POISON)
+    dl = _laid_out(logit_rows(rng, (batch, num_k, vocab)), dtype, layout, LOGIT_POISON) if classic else None
     x = draft_ids(rng, batch, num_k, vocab, id_dtype)
     n = ragged_counts(rng, batch, num_k, id_dtype) if ragged else None
     seeds, offsets = seeds_offsets(rng, batch)
@@ -146,19 +129,14 @@ def test_fuzz_rejection_sample_logits_values(shape, dtype, id_dtype, classic, ra
     shape=shapes,
     dtype=st.sampled_from(DTYPES),
     num_samples=st.integers(1, 12),
-    layout=st.sampled_from(["contiguous", "strided", "guarded"]),
+    layout=layouts,
     broadcast_seed=st.booleans(),
-    seed=st.integers(0, 2**32 - 1),
+    seed=value_seeds,
 )
 def test_fuzz_fast_sample_values(shape, dtype, num_samples, layout, broadcast_seed, seed):
     batch, _, vocab = shape
     rng = np.random.default_rng(seed)
-    values = prob_rows(rng, (batch, vocab), _kinds(dtype))
-    probs = (
-        guarded(values, dtype, PROB_POISON)
-        if layout == "guarded"
-        else _layout(torch.from_numpy(values).to(dtype), layout)
-    )
+    probs = _laid_out(prob_rows(rng, (batch, vocab), prob_kinds(dtype)), dtype, layout, PROB_POISON)
     seeds, offsets = seeds_offsets(rng, 1 if broadcast_seed else batch)
     check_fast_sample(probs, num_samples, seeds=seeds, offsets=offsets)
 
@@ -169,18 +147,13 @@ def test_fuzz_fast_sample_values(shape, dtype, num_samples, layout, broadcast_se
     dtype=st.sampled_from(DTYPES),
     per_row=st.booleans(),
     with_probs_out=st.booleans(),
-    layout=st.sampled_from(["contiguous", "strided", "guarded"]),
-    seed=st.integers(0, 2**32 - 1),
+    layout=layouts,
+    seed=value_seeds,
 )
 def test_fuzz_sample_from_logits_and_renorm_values(shape, dtype, per_row, with_probs_out, layout, seed):
     batch, num_k, vocab = shape
     rng = np.random.default_rng(seed)
-    values = logit_rows(rng, (batch, vocab))
-    logits = (
-        guarded(values, dtype, LOGIT_POISON)
-        if layout == "guarded"
-        else _layout(torch.from_numpy(values).to(dtype), layout)
-    )
+    logits = _laid_out(logit_rows(rng, (batch, vocab)), dtype, layout, LOGIT_POISON)
     seeds, offsets = seeds_offsets(rng, batch)
     temps = temperatures(rng, batch, RACE_TEMPERATURES)
     temperature = temps if per_row else float(temps[0])
