@@ -47,6 +47,20 @@ class Mutant:
     build: Callable
     anchor: str = ""  # where the bug was seen in the field
 
+    def result(self, killed: bool, killed_by: list, error: str, examples: list | None = None) -> MutantResult:
+        """This mutant's verdict, under its name, description, family, target and anchor."""
+        return MutantResult(
+            self.name,
+            self.description,
+            self.family,
+            self.applied_to,
+            self.anchor,
+            killed,
+            killed_by,
+            error,
+            examples if examples is not None else [],
+        )
+
 
 @dataclass
 class MutantResult:
@@ -218,28 +232,13 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
 def catalogue(include_kernel: bool = True) -> list[Mutant]:
     """Every mutant: reference-copy mutants for all chain and gumbel bugs, plus kernel mutants."""
     out = []
-    for bug, desc in mref.CHAIN_BUGS.items():
-        out.append(
-            Mutant(
-                bug,
-                desc,
-                "chain",
-                "reference copy (verify.mutable_reference)",
-                _ref_chain(bug),
-                _ANCHORS.get(bug, ""),
-            )
-        )
-    for bug, desc in mref.GUMBEL_BUGS.items():
-        out.append(
-            Mutant(
-                bug,
-                desc,
-                "gumbel",
-                "reference copy (verify.mutable_reference)",
-                _ref_gumbel(bug),
-                _ANCHORS.get(bug, ""),
-            )
-        )
+    reference_copy = "reference copy (verify.mutable_reference)"
+    for family, bugs, factory in (
+        ("chain", mref.CHAIN_BUGS, _ref_chain),
+        ("gumbel", mref.GUMBEL_BUGS, _ref_gumbel),
+    ):
+        for bug, desc in bugs.items():
+            out.append(Mutant(bug, desc, family, reference_copy, factory(bug), _ANCHORS.get(bug, "")))
     from specsample.verify import logits_family
 
     for bug, desc in logits_family.LOGITS_BUGS.items():
@@ -317,18 +316,7 @@ def run_mutants(
         try:
             sampler = m.build()
         except (SamplerUnavailable, ValueError, ImportError, AttributeError) as exc:
-            results.append(
-                MutantResult(
-                    m.name,
-                    m.description,
-                    m.family,
-                    m.applied_to,
-                    m.anchor,
-                    False,
-                    [],
-                    f"could not build: {exc}",
-                )
-            )
+            results.append(m.result(False, [], f"could not build: {exc}"))
             if progress:
                 progress(m.name, False)
             continue
@@ -358,19 +346,7 @@ def run_mutants(
         failed = [r for r in recs if not r.passed]
         killed_by = sorted({r.law for r in failed})
         examples = [f"{r.law} on {r.case}: {(r.detail or r.statement)[:160]}" for r in failed[:3]]
-        results.append(
-            MutantResult(
-                m.name,
-                m.description,
-                m.family,
-                m.applied_to,
-                m.anchor,
-                bool(failed),
-                killed_by,
-                "" if failed else "survived",
-                examples,
-            )
-        )
+        results.append(m.result(bool(failed), killed_by, "" if failed else "survived", examples))
         if progress:
             progress(m.name, bool(failed))
     return results, baseline
