@@ -25,9 +25,6 @@ LOGIT_KINDS = ("ok", "nan_row", "neg_inf_row", "pos_inf_entry", "huge", "single_
 TEMPERATURES = (0.0, 1e-30, 0.7, 1.0, 5.0, float("inf"), -1.0, float("nan"))
 SEED_VALUES = (0, -1, 2**63 - 1, -(2**63), 2**33 - 1)
 PROB_POISON, LOGIT_POISON = 1.0, 1.0e4
-# T = inf is left out of the value tests' softmax checks: an open defect when they were written, fixed
-# in 4393d04 and checked by test_defect_regressions.py (putting it back there is a change of its own)
-RACE_TEMPERATURES = tuple(t for t in TEMPERATURES if t != float("inf"))
 
 
 def prob_kinds(dtype: torch.dtype) -> tuple[str, ...]:

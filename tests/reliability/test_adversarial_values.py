@@ -16,7 +16,7 @@ import torch
 from reliability_batches import (
     LOGIT_POISON,
     PROB_POISON,
-    RACE_TEMPERATURES,
+    TEMPERATURES,
     draft_ids,
     guarded,
     logit_rows,
@@ -124,9 +124,7 @@ def test_sample_from_logits_on_hostile_values(request, vocab, dtype, per_row):
     rng = _rng(request)
     logits = guarded(logit_rows(rng, (BATCH, vocab)), DTYPES[dtype], LOGIT_POISON)
     seeds, offsets = seeds_offsets(rng, BATCH)
-    temperature = (
-        temperatures(rng, BATCH, RACE_TEMPERATURES) if per_row else float(rng.choice([0.0, 0.7, 1e-30]))
-    )
+    temperature = temperatures(rng, BATCH, TEMPERATURES) if per_row else float(rng.choice([0.0, 0.7, 1e-30]))
     probs_out = guarded(np.full((BATCH, vocab), 7.0), torch.float32, -3.0)
     out = check_sample_from_logits(logits, temperature, seeds=seeds, offsets=offsets, probs_out=probs_out)
     _few_ambiguous(out, "sample_from_logits")
@@ -138,7 +136,7 @@ def test_sample_from_logits_on_hostile_values(request, vocab, dtype, per_row):
 def test_renorm_draft_probs_on_hostile_values(request, vocab, dtype):
     rng = _rng(request)
     logits = guarded(logit_rows(rng, (BATCH // 4, NUM_K, vocab)), DTYPES[dtype], LOGIT_POISON)
-    check_renorm(logits, temperatures(rng, BATCH // 4, RACE_TEMPERATURES))
+    check_renorm(logits, temperatures(rng, BATCH // 4, TEMPERATURES))
 
 
 @pytest.mark.gpu

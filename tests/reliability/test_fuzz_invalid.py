@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from reliability_batches import (
     LOGIT_POISON,
     PROB_POISON,
-    RACE_TEMPERATURES,
+    TEMPERATURES,
     draft_ids,
     guarded,
     logit_rows,
@@ -155,7 +155,7 @@ def test_fuzz_sample_from_logits_and_renorm_values(shape, dtype, per_row, with_p
     rng = np.random.default_rng(seed)
     logits = _laid_out(logit_rows(rng, (batch, vocab)), dtype, layout, LOGIT_POISON)
     seeds, offsets = seeds_offsets(rng, batch)
-    temps = temperatures(rng, batch, RACE_TEMPERATURES)
+    temps = temperatures(rng, batch, TEMPERATURES)
     temperature = temps if per_row else float(temps[0])
     probs_out = guarded(np.zeros((batch, vocab)), torch.float32, -3.0) if with_probs_out else None
     check_sample_from_logits(logits, temperature, seeds=seeds, offsets=offsets, probs_out=probs_out)
