@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from specsample.kernels._launch import check_device, interpreting
+from specsample.kernels._launch import cdiv, check_device, interpreting, next_pow2
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, philox_words, uniform_from_word
 
 
@@ -54,9 +54,9 @@ def seeded_chain_uniforms(seeds: torch.Tensor, offsets: torch.Tensor, num_column
     out = torch.empty((batch, num_columns), dtype=torch.float32, device=seeds.device)
     if batch == 0:
         return out
-    block_rows = min(256, triton.next_power_of_2(batch)) if interpreting() else 16
-    _chain_uniforms_kernel[(triton.cdiv(batch, block_rows),)](
+    block_rows = min(256, next_pow2(batch)) if interpreting() else 16
+    _chain_uniforms_kernel[(cdiv(batch, block_rows),)](
         seeds, offsets, out, batch, seeds.stride(0), offsets.stride(0),
-        NUM_COLUMNS=num_columns, COLUMNS_POW2=triton.next_power_of_2(num_columns), BLOCK_ROWS=block_rows,
+        NUM_COLUMNS=num_columns, COLUMNS_POW2=next_pow2(num_columns), BLOCK_ROWS=block_rows,
     )  # fmt: skip
     return out

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
 
 
+@functools.cache
 def interpreting() -> bool:
-    """True when Triton runs kernels with its CPU interpreter (TRITON_INTERPRET=1)."""
+    """True when Triton runs kernels with its CPU interpreter (TRITON_INTERPRET=1). Read once: the
+    variable only takes effect if set before triton is first imported, so it cannot change later."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for host integers (plain Python: triton.cdiv is a constexpr-function wrapper in
+    triton >= 3.7 and costs microseconds per call on the launch path)."""
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1), for host integers."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 def check_device(name: str, t: torch.Tensor) -> None:

@@ -34,7 +34,7 @@ from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._launch import interpreting
+from specsample.kernels._launch import cdiv, interpreting, next_pow2
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult
 
@@ -260,15 +260,15 @@ def _launch_config(batch: int, vocab: int, block_v: int | None):
     """(BLOCK_ROWS, BLOCK_V, num_warps). GPU: one row per program and the smallest power-of-two
     chunk in [1024, 4096] that still gives >= 2 programs per SM (fewer, larger chunks when the batch
     alone fills the GPU). Interpreter: a whole small vocabulary per tile, many rows per tile."""
-    vocab_pow2 = triton.next_power_of_2(vocab)
+    vocab_pow2 = next_pow2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
-        rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, triton.next_power_of_2(batch)))
+        rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
         return rows, bv, 4
     if block_v is None:
         block_v = 1024
         for candidate in (4096, 2048):
-            if batch * triton.cdiv(vocab, candidate) >= 4 * _GPU_SMS:
+            if batch * cdiv(vocab, candidate) >= 4 * _GPU_SMS:
                 block_v = candidate
                 break
         block_v = min(block_v, max(128, vocab_pow2))
@@ -375,7 +375,7 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None,
 
     block_rows, block_v, default_warps = _launch_config(batch, vocab, block_v)
     num_warps = num_warps or default_warps
-    num_chunks = triton.cdiv(vocab, block_v)
+    num_chunks = cdiv(vocab, block_v)
     accepted = torch.empty(batch, dtype=torch.int32, device=device)
     partials = torch.empty(batch, num_chunks, 2, dtype=torch.float64, device=device)
 
@@ -390,8 +390,8 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None,
     s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
     strides = (*p.stride(), *sq, *x.stride(), sn, *su, ss, so)
     flags = dict(K=num_k, HAS_DRAFT_PROBS=has_q, RAGGED=n is not None, SEEDED=seeded, BLOCK_ROWS=block_rows,
-                 BLOCK_V=block_v, KP1_POW2=triton.next_power_of_2(k_plus_1))  # fmt: skip
-    row_blocks = triton.cdiv(batch, block_rows)
+                 BLOCK_V=block_v, KP1_POW2=next_pow2(k_plus_1))  # fmt: skip
+    row_blocks = cdiv(batch, block_rows)
     _chain_partials_kernel[(row_blocks, num_chunks)](
         p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, accepted, partials,
         batch, vocab, num_chunks, *strides, **flags, num_warps=num_warps,
@@ -402,7 +402,7 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None,
         batch, vocab, num_chunks, *strides, **flags,
         # >= 16 lanes: Triton 3.6 fails to lower a scan over a [1, 1] tile (ScanOpToLLVM assertion,
         # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
-        CHUNKS_POW2=max(16, triton.next_power_of_2(num_chunks)),
+        CHUNKS_POW2=max(16, next_pow2(num_chunks)),
         num_warps=4 if block_v <= 2048 else 8,
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))

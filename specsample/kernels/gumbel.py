@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import libdevice
 
-from specsample.kernels._launch import check_device, interpreting
+from specsample.kernels._launch import cdiv, check_device, interpreting, next_pow2
 from specsample.kernels.philox import STREAM_GUMBEL, philox_words
 
 MAX_SAMPLES = 64  # largest num_samples (top-n extraction is unrolled n times)
@@ -302,22 +302,22 @@ def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
     has ~8 programs per SM (132 SMs on an H200). Interpreter: hundreds of rows per program and a
     single chunk per row (its cost is per program and per op, not per element)."""
     if interpreting():
-        block_v = min(triton.next_power_of_2(max(vocab, 4)), 1024)
+        block_v = min(next_pow2(max(vocab, 4)), 1024)
         # each program instance costs ~0.2 s of interpreter overhead (nested jit calls), each op
         # ~1 ms per 2^19 elements: few, large programs
-        block_rows = min(triton.next_power_of_2(max(num_rows, 1)), max(1, 2**19 // block_v), 2**15)
-        tiles = 1 if num_samples > 1 else triton.cdiv(vocab, block_v)
+        block_rows = min(next_pow2(max(num_rows, 1)), max(1, 2**19 // block_v), 2**15)
+        tiles = 1 if num_samples > 1 else cdiv(vocab, block_v)
         return RaceTiling(block_rows, block_v, tiles, 4)
     sms = 132
     block_v = 2048
-    while block_v > 512 and num_rows * triton.cdiv(vocab, block_v) < 4 * sms:
+    while block_v > 512 and num_rows * cdiv(vocab, block_v) < 4 * sms:
         block_v //= 2
-    block_v = min(block_v, max(512, triton.next_power_of_2(vocab)))
+    block_v = min(block_v, max(512, next_pow2(vocab)))
     if num_samples > 1:
         return RaceTiling(1, block_v, 1, 4)
-    tiles_total = triton.cdiv(vocab, block_v)
-    chunks = max(1, min(tiles_total, triton.cdiv(8 * sms, max(num_rows, 1))))
-    return RaceTiling(1, block_v, triton.cdiv(tiles_total, chunks), 4)
+    tiles_total = cdiv(vocab, block_v)
+    chunks = max(1, min(tiles_total, cdiv(8 * sms, max(num_rows, 1))))
+    return RaceTiling(1, block_v, cdiv(tiles_total, chunks), 4)
 
 
 def _check_seed_tensor(name: str, t, batch: int, device: torch.device) -> int:
@@ -409,11 +409,11 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
     tiling = tiling or race_tiling(batch, vocab, num_samples)
     if num_samples > 1 and tiling.tiles_per_chunk != 1:
         raise ValueError(f"num_samples > 1 needs one tile per chunk, got {tiling.tiles_per_chunk}")
-    num_chunks = triton.cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
+    num_chunks = cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
     num_parts = num_chunks * num_samples
     part_score = torch.empty((batch, num_parts), dtype=torch.float32, device=probs.device)
     part_index = torch.empty((batch, num_parts), dtype=torch.int32, device=probs.device)
-    row_blocks = triton.cdiv(batch, tiling.block_rows)
+    row_blocks = cdiv(batch, tiling.block_rows)
     _race_chunk_kernel[(row_blocks, num_chunks)](
         probs,
         seeds,
@@ -438,9 +438,9 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
     score = (
         torch.empty((batch, num_samples), dtype=torch.float32, device=probs.device) if with_score else None
     )
-    block_parts = triton.next_power_of_2(num_parts)
+    block_parts = next_pow2(num_parts)
     merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
-    _race_merge_kernel[(triton.cdiv(batch, merge_rows),)](
+    _race_merge_kernel[(cdiv(batch, merge_rows),)](
         part_score,
         part_index,
         probs,
@@ -749,7 +749,7 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
     """Phases 1 and 2 over [B, V] logits: (token [B] int64, row_max [B], row_sum [B], num_chunks)."""
     batch, vocab = logits.shape
     device = logits.device
-    num_chunks = triton.cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
+    num_chunks = cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
     part = torch.empty((4, batch, num_chunks), dtype=torch.float32, device=device)
     part_index = torch.empty((batch, num_chunks), dtype=torch.int32, device=device)
     token = torch.empty(batch, dtype=torch.int64, device=device)
@@ -759,7 +759,7 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
     temp_ptr = temp_tensor if per_row else row_stats
     seeds = seeds if noise else part_index
     offsets = offsets if noise else part_index
-    row_blocks = triton.cdiv(batch, tiling.block_rows)
+    row_blocks = cdiv(batch, tiling.block_rows)
     _logits_chunk_kernel[(row_blocks, num_chunks)](
         logits,
         temp_ptr,
@@ -787,9 +787,9 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
         FAST_LOG2=not interpreting(),
         num_warps=tiling.num_warps,
     )
-    block_parts = triton.next_power_of_2(num_chunks)
+    block_parts = next_pow2(num_chunks)
     merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
-    _logits_merge_kernel[(triton.cdiv(batch, merge_rows),)](
+    _logits_merge_kernel[(cdiv(batch, merge_rows),)](
         part[0],
         part_index,
         part[1],
@@ -814,7 +814,7 @@ def _write_softmax(logits, temp, token, row_max, row_sum, out, num_chunks, tilin
     batch, vocab = logits.shape
     temp_tensor, temp_stride, temp_value = temp
     per_row = temp_tensor is not None
-    _softmax_write_kernel[(triton.cdiv(batch, tiling.block_rows), num_chunks)](
+    _softmax_write_kernel[(cdiv(batch, tiling.block_rows), num_chunks)](
         logits,
         temp_tensor if per_row else row_max,
         token,

@@ -52,7 +52,7 @@ from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._launch import interpreting
+from specsample.kernels._launch import cdiv, interpreting, next_pow2
 from specsample.kernels.philox import (
     STREAM_LOGITS_RESIDUAL,
     STREAM_LOGITS_UNIFORM,
@@ -548,15 +548,15 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
     races over chunks of `race_block * race_tiles` columns. Interpreter: one chunk per row and
     hundreds of rows per [BLOCK_ROWS, BLOCK_V] tile. `overrides` (tests, the GPU sweep) replaces
     any key."""
-    vocab_pow2 = triton.next_power_of_2(vocab)
+    vocab_pow2 = next_pow2(vocab)
     if interpreting():
         block = max(4, min(vocab_pow2, 4096))
-        tiles = triton.cdiv(vocab, block)
+        tiles = cdiv(vocab, block)
         rows_cap = max(1, min(1 << 16, _INTERP_TILE_ELEMENTS // block))
         cfg = {
             "stats_block": block, "stats_tiles": tiles, "race_block": block, "race_tiles": tiles,
-            "stats_rows": max(1, min(rows_cap, triton.next_power_of_2(batch * k_plus_1))),
-            "race_rows": max(1, min(rows_cap, triton.next_power_of_2(batch))),
+            "stats_rows": max(1, min(rows_cap, next_pow2(batch * k_plus_1))),
+            "race_rows": max(1, min(rows_cap, next_pow2(batch))),
             "stats_warps": 4, "race_warps": 4,
         }  # fmt: skip
         cfg.update({"fused": False, "lag": 4, "fused_warps": 4, "max_spin": 1 << 10})
@@ -564,8 +564,8 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
         stats_block = max(128, min(2048, vocab_pow2))
         race_block = max(128, min(1024, vocab_pow2))
         cfg = {
-            "stats_block": stats_block, "stats_tiles": max(1, min(4, triton.cdiv(vocab, stats_block))),
-            "race_block": race_block, "race_tiles": max(1, min(4, triton.cdiv(vocab, race_block))),
+            "stats_block": stats_block, "stats_tiles": max(1, min(4, cdiv(vocab, stats_block))),
+            "race_block": race_block, "race_tiles": max(1, min(4, cdiv(vocab, race_block))),
             "stats_rows": 1, "race_rows": 1, "stats_warps": 8, "race_warps": 4,
         }  # fmt: skip
         cfg.update({"fused": False, "lag": 16, "fused_warps": 8, "max_spin": 1 << 20})
@@ -634,8 +634,8 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
         return SampleResult(tokens, num_accepted, fallback, valid)
 
     has_draft = dl is not None and num_k > 0
-    nc1 = triton.cdiv(vocab, cfg["stats_block"] * cfg["stats_tiles"])
-    nc2 = triton.cdiv(vocab, cfg["race_block"] * cfg["race_tiles"])
+    nc1 = cdiv(vocab, cfg["stats_block"] * cfg["stats_tiles"])
+    nc2 = cdiv(vocab, cfg["race_block"] * cfg["race_tiles"])
     num_rows = batch * k_plus_1
     f32 = dict(dtype=torch.float32, device=device)
     tmax = torch.empty(num_rows, nc1, **f32)
@@ -643,7 +643,7 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
     targ = torch.empty(num_rows, nc1, dtype=torch.int32, device=device)
     dmax = torch.empty(num_rows, nc1, **f32) if has_draft else tmax
     dsum = torch.empty(num_rows, nc1, **f32) if has_draft else tsum
-    race_blocks = triton.cdiv(batch, cfg["race_rows"])
+    race_blocks = cdiv(batch, cfg["race_rows"])
     best = torch.empty(batch, nc2, 2, **f32)
     best_idx = torch.empty(batch, nc2, 2, dtype=torch.int32, device=device)
     counters = torch.zeros(race_blocks + (batch + 1 if cfg["fused"] else 0), dtype=torch.int32, device=device)
@@ -660,13 +660,13 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
             best, best_idx, arrivals, tokens, num_accepted, fallback, valid, ticket, done,
             batch, vocab, nc1, nc2, cfg["lag"],
             *st, *sd, *sx, temperature.stride(0), sn, seeds.stride(0), offsets.stride(0),
-            K=num_k, KP=triton.next_power_of_2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
+            K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
             STATS_BLOCK_V=cfg["stats_block"], STATS_TILES=cfg["stats_tiles"],
             RACE_BLOCK_V=cfg["race_block"], RACE_TILES=cfg["race_tiles"], MAX_SPIN=cfg["max_spin"],
             num_warps=cfg["fused_warps"],
         )  # fmt: skip
         return SampleResult(tokens, num_accepted, fallback, valid)
-    _logits_stats_kernel[(triton.cdiv(num_rows, cfg["stats_rows"]), nc1)](
+    _logits_stats_kernel[(cdiv(num_rows, cfg["stats_rows"]), nc1)](
         lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum,
         batch, vocab, nc1, *st, *sd, temperature.stride(0), sn,
         K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
@@ -677,7 +677,7 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
         lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum,
         best, best_idx, arrivals, tokens, num_accepted, fallback, valid,
         batch, vocab, nc1, nc2, *st, *sd, *sx, temperature.stride(0), sn, seeds.stride(0), offsets.stride(0),
-        K=num_k, KP=triton.next_power_of_2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
+        K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
         BLOCK_ROWS=cfg["race_rows"], BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
         num_warps=cfg["race_warps"],
     )  # fmt: skip
