@@ -178,14 +178,17 @@ if hasattr(_gumbel, "sample_from_logits"):
         temperature: Tensor,
         seeds: Tensor,
         offsets: Tensor,
-        probs_out: Tensor | None = None,
+        probs_out: Tensor | None,
     ) -> Tensor:
-        """`specsample.sample_from_logits` as an op; writes `probs_out` in place when given."""
+        """`specsample.sample_from_logits` as an op; writes `probs_out` in place when given (pass None
+        explicitly otherwise). `probs_out` has no default on purpose: torch <= 2.12 raises IndexError
+        when a mutated optional argument is omitted and falls back to its default (pytorch #180618,
+        fixed by #180621); seen on the H200 with torch 2.11."""
         return _gumbel.sample_from_logits(
             logits, temperature, seeds=seeds, offsets=offsets, probs_out=probs_out
         )
 
-    def _sample_from_logits_fake(logits, temperature, seeds, offsets, probs_out=None):
+    def _sample_from_logits_fake(logits, temperature, seeds, offsets, probs_out):
         return torch.empty((logits.shape[0],), dtype=torch.int64, device=logits.device)
 
     _finish(sample_from_logits, _sample_from_logits_fake)
