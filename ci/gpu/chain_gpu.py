@@ -93,7 +93,7 @@ def pair(vocab: int, gen: torch.Generator, num_k: int = K, dtype=torch.float32):
 
 def coupling_tol(batch: int, vocab: int) -> float:
     """Worst-case float32 error of the kernel's sums (tests/kernels/test_chain_coupling.py)."""
-    _, bv, _ = _launch_config(batch, vocab, None)
+    bv = _launch_config(batch, vocab).block_v
     return (min(vocab, bv) + triton.cdiv(vocab, bv) + 5) * 2.0**-53
 
 
@@ -520,23 +520,31 @@ def perf(shape, bw, gen) -> None:
 
 
 def sweep(shape, gen) -> None:
-    """CUDA-graph replay time (device time, no launch overhead) per vocabulary chunk size and
-    phase-1 warp count, fp32, to tune _launch_config."""
+    """CUDA-graph replay time (device time, no launch overhead) per vocabulary chunk, warp count,
+    chunks per program (tiles) and loop pipelining depth, fp32, to tune _launch_config."""
     batch, num_k, vocab = shape
     p, x, q, u = perf_inputs(batch, num_k, vocab, torch.float32, gen)
-    default = _launch_config(batch, vocab, None)
-    for block_v in (1024, 2048, 4096, 8192):
-        for warps in (2, 4, 8):
+    default = _launch_config(batch, vocab)
+    for block_v in (1024, 2048, 4096):
+        chunks = triton.cdiv(vocab, block_v)
+        for warps in (4, 8):
+            for stages in (1, 2, 3):
+                for tiles in sorted({1, 2, 4, 8, 16, _launch_config(batch, vocab, block_v).tiles}):
+                    if tiles > chunks or (stages > 1 and tiles == 1):
+                        continue
 
-            def fn(bv=block_v, w=warps):
-                return _launch(p, x, q, None, u, None, None, block_v=bv, num_warps=w)
+                    def fn(bv=block_v, w=warps, t=tiles, s=stages):
+                        return _launch(p, x, q, None, u, None, None, block_v=bv, num_warps=w, tiles=t, num_stages=s)
 
-            us = graph_time(fn) * 1e3
-            RESULTS["sweep"].append(dict(shape=shape, block_v=block_v, num_warps=warps, graph_us=us,
-                                         default=(block_v, warps) == default[1:]))
-    mine = sorted((round(r["graph_us"], 1), r["block_v"], r["num_warps"])
+                    us = graph_time(fn) * 1e3
+                    cfg = dict(block_v=block_v, num_warps=warps, tiles=tiles, num_stages=stages)
+                    RESULTS["sweep"].append(dict(shape=shape, **cfg, graph_us=us,
+                                                 default=cfg == {k: getattr(default, k) for k in cfg}))
+    mine = sorted((round(r["graph_us"], 1), r["block_v"], r["num_warps"], r["tiles"], r["num_stages"])
                   for r in RESULTS["sweep"] if r["shape"] == shape)
-    print("sweep", shape, "default", default[1:], "best (us, block_v, warps):", mine[:4], flush=True)
+    dflt = [r["graph_us"] for r in RESULTS["sweep"] if r["shape"] == shape and r["default"]]
+    print("sweep", shape, "default", default, f"{dflt[0] if dflt else float('nan'):.1f} us",
+          "best (us, block_v, warps, tiles, stages):", mine[:5], flush=True)
 
 
 def verdict(check_row: dict) -> str:

@@ -25,6 +25,8 @@ program and per op, each program handles hundreds of rows as [BLOCK_ROWS, BLOCK_
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import triton
 import triton.language as tl
@@ -39,6 +41,7 @@ from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, philox_words, unifor
 from specsample.kernels.result import SampleResult
 
 _GPU_SMS = 132  # H200; only used to size the vocabulary split
+_GPU_PROGRAMS = 4 * _GPU_SMS
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
 _INTERP_TILE_ELEMENTS = 1 << 20
 
@@ -105,111 +108,24 @@ def _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask, sp_b, sp_k,
 
 
 # ----------------------------------------------------------------------------------------------
-# Kernels
+# Kernel
 # ----------------------------------------------------------------------------------------------
 
 
 @triton.jit
-def _chain_partials_kernel(
-    p_ptr,  # [B, K+1, V] fp32/bf16/fp16, strides (sp_b, sp_k, sp_v), stride 0 allowed
-    q_ptr,  # [B, K, V] fp32/bf16/fp16 (classic) or unused (one-hot)
-    x_ptr,  # [B, K] int32/int64 draft ids
-    n_ptr,  # [B] int32/int64 ragged counts (RAGGED)
-    u_ptr,  # [B, K+1] fp32 uniforms (not SEEDED)
-    seed_ptr,  # [B] int64 (SEEDED)
-    offset_ptr,  # [B] int64 (SEEDED)
-    accepted_ptr,  # [B] int32 out: a, written by chunk 0
-    partial_ptr,  # [B, num_chunks, 2] fp64 out: (residual mass, clean-p mass) of each chunk
-    B, V, num_chunks,
-    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, sx_b, sx_k, sn_b, su_b, su_k, ss_b, so_b,
-    K: tl.constexpr,
-    HAS_DRAFT_PROBS: tl.constexpr,
-    RAGGED: tl.constexpr,
-    SEEDED: tl.constexpr,
-    BLOCK_ROWS: tl.constexpr,
-    BLOCK_V: tl.constexpr,
-    KP1_POW2: tl.constexpr,
+def _emit_rows(
+    p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
+    rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks,
+    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
+    K: tl.constexpr, HAS_DRAFT_PROBS: tl.constexpr, SEEDED: tl.constexpr,
+    BLOCK_V: tl.constexpr, CHUNKS_POW2: tl.constexpr,
 ):  # fmt: skip
-    # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and u_i q(x_i) < p(x_i)
-    #                                          (one-hot) u_i < p(x_i); a = first rejection (or n).
-    # r = max(0, p_a - q_a) | p_a with x_a zeroed | p_n (bonus);  partial[c] = (sum_c r, sum_c p_a).
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
-    chunk = tl.program_id(1).to(tl.int64)
-    row_ok = rows < B
-    n, seed, offset = _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
-                                 K, RAGGED, SEEDED)  # fmt: skip
+    """Outputs of a row block once every chunk partial of it is written.
 
-    # all K acceptance tests at once: [BLOCK_ROWS, KP1_POW2] gathers, a = first failed position
-    k = tl.arange(0, KP1_POW2).to(tl.int64)[None, :]
-    used = row_ok[:, None] & (k < n[:, None])
-    x = tl.load(x_ptr + rows[:, None] * sx_b + k * sx_k, mask=used, other=-1).to(tl.int64)
-    ok = used & (x >= 0) & (x < V)
-    p_x = _clean(tl.load(p_ptr + rows[:, None] * sp_b + k * sp_k + x * sp_v, mask=ok, other=0.0))
-    u = _uniforms(k, rows[:, None], used, u_ptr, su_b, su_k, seed[:, None], offset[:, None], SEEDED)
-    if HAS_DRAFT_PROBS:
-        q_x = _clean(tl.load(q_ptr + rows[:, None] * sq_b + k * sq_k + x * sq_v, mask=ok, other=0.0))
-        accept = ok & (q_x > 0.0) & (u.to(tl.float64) * q_x < p_x)  # exact: 24 x 24 bits < 53
-    else:
-        accept = ok & (u.to(tl.float64) < p_x)
-    a = tl.min(tl.where(accept, KP1_POW2, k), axis=1)  # <= n: positions >= n never accept
-    x_j = tl.sum(tl.where(k == a[:, None], x, 0), axis=1)  # used only where a < n
-
+    fallback = (a < n) and sum r == 0 -> r := clean p_a.  total = sum r; valid = total > 0.
+    token = smallest v with r_v > 0 and cumsum(r)_v > u_K * total, else the largest v with r_v > 0:
+    first the chunk (prefix over chunk sums), then the token inside that one chunk (re-read)."""
     rejected = a < n
-    cols = chunk * BLOCK_V + tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
-    mask = row_ok[:, None] & (cols < V)
-    r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
-                            sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
-    part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
-    tl.store(part, tl.sum(r, axis=1), mask=row_ok)
-    tl.store(part + 1, tl.sum(p_j, axis=1), mask=row_ok)
-    if chunk == 0:
-        tl.store(accepted_ptr + rows, a.to(tl.int32), mask=row_ok)
-
-
-@triton.jit
-def _chain_emit_kernel(
-    p_ptr,  # [B, K+1, V] fp32/bf16/fp16, strides (sp_b, sp_k, sp_v)
-    q_ptr,  # [B, K, V] (classic) or unused
-    x_ptr,  # [B, K] int32/int64
-    n_ptr,  # [B] ragged counts (RAGGED)
-    u_ptr,  # [B, K+1] fp32 (not SEEDED)
-    seed_ptr,  # [B] int64 (SEEDED)
-    offset_ptr,  # [B] int64 (SEEDED)
-    accepted_ptr,  # [B] int32 in: a from phase 1
-    partial_ptr,  # [B, num_chunks, 2] fp64 in
-    tokens_ptr,  # [B, K+1] int32 out, contiguous
-    num_accepted_ptr,  # [B] int32 out
-    fallback_ptr,  # [B] int8 out (0/1, viewed as bool)
-    valid_ptr,  # [B] int8 out (0/1, viewed as bool)
-    B, V, num_chunks,
-    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, sx_b, sx_k, sn_b, su_b, su_k, ss_b, so_b,
-    K: tl.constexpr,
-    HAS_DRAFT_PROBS: tl.constexpr,
-    RAGGED: tl.constexpr,
-    SEEDED: tl.constexpr,
-    BLOCK_ROWS: tl.constexpr,
-    BLOCK_V: tl.constexpr,
-    CHUNKS_POW2: tl.constexpr,
-    KP1_POW2: tl.constexpr,
-):  # fmt: skip
-    # fallback = (a < n) and sum r == 0 -> r := clean p_a.  total = sum r; valid = total > 0.
-    # token = smallest v with r_v > 0 and cumsum(r)_v > u_K * total, else the largest v with r_v > 0:
-    # first the chunk (prefix over chunk sums), then the token inside that one chunk.
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
-    row_ok = rows < B
-    n, seed, offset = _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
-                                 K, RAGGED, SEEDED)  # fmt: skip
-    a = tl.load(accepted_ptr + rows, mask=row_ok, other=0).to(tl.int64)
-    rejected = a < n
-
-    # drafts: the accepted prefix for the output, x_a for the one-hot residual
-    k = tl.arange(0, KP1_POW2).to(tl.int64)[None, :]
-    x_tile = tl.load(x_ptr + rows[:, None] * sx_b + k * sx_k,
-                     mask=row_ok[:, None] & (k < K) & (k <= a[:, None]), other=-1).to(tl.int64)  # fmt: skip
-    x_j = tl.sum(tl.where(k == a[:, None], x_tile, 0), axis=1)
-    x_j = tl.where(rejected, x_j, -1)
-
-    # chunk level
     c = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]
     c_ok = row_ok[:, None] & (c < num_chunks)
     part = partial_ptr + rows[:, None] * (num_chunks * 2) + c * 2
@@ -230,7 +146,6 @@ def _chain_emit_kernel(
     before = tl.sum(tl.where(c == (chunk - 1)[:, None], cum, 0.0), axis=1)
     local = tl.where(found, target - before, float("inf"))  # not found: take the last positive token
 
-    # token level, inside the one chunk
     lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
     cols = chunk[:, None] * BLOCK_V + lane
     mask = valid[:, None] & (cols < V)
@@ -244,11 +159,87 @@ def _chain_emit_kernel(
     pick = tl.where(hit < BLOCK_V, hit, last)
     token = tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1)
 
-    out = tl.where(k < a[:, None], x_tile, tl.where(k == a[:, None], token[:, None], -1))
+    out = tl.where(k < a[:, None], x, tl.where(k == a[:, None], token[:, None], -1))
     tl.store(tokens_ptr + rows[:, None] * (K + 1) + k, out.to(tl.int32), mask=row_ok[:, None] & (k <= K))
     tl.store(num_accepted_ptr + rows, a.to(tl.int32), mask=row_ok)
     tl.store(fallback_ptr + rows, fallback.to(tl.int8), mask=row_ok)
     tl.store(valid_ptr + rows, valid.to(tl.int8), mask=row_ok)
+
+
+@triton.jit
+def _chain_kernel(
+    p_ptr,  # [B, K+1, V] fp32/bf16/fp16, strides (sp_b, sp_k, sp_v), stride 0 allowed
+    q_ptr,  # [B, K, V] fp32/bf16/fp16 (classic) or unused (one-hot)
+    x_ptr,  # [B, K] int32/int64 draft ids
+    n_ptr,  # [B] int32/int64 ragged counts (RAGGED)
+    u_ptr,  # [B, K+1] fp32 uniforms (not SEEDED)
+    seed_ptr,  # [B] int64 (SEEDED)
+    offset_ptr,  # [B] int64 (SEEDED)
+    partial_ptr,  # [B, num_chunks, 2] fp64 scratch: (residual mass, clean-p mass) of each chunk
+    arrivals_ptr,  # [cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit
+    tokens_ptr,  # [B, K+1] int32 out, contiguous
+    num_accepted_ptr,  # [B] int32 out
+    fallback_ptr,  # [B] int8 out (0/1, viewed as bool)
+    valid_ptr,  # [B] int8 out (0/1, viewed as bool)
+    B, V, num_chunks, tiles_per_program,
+    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, sx_b, sx_k, sn_b, su_b, su_k, ss_b, so_b,
+    K: tl.constexpr,
+    HAS_DRAFT_PROBS: tl.constexpr,
+    RAGGED: tl.constexpr,
+    SEEDED: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    KP1_POW2: tl.constexpr,
+    CHUNKS_POW2: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):  # fmt: skip
+    # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and u_i q(x_i) < p(x_i)
+    #                                          (one-hot) u_i < p(x_i); a = first rejection (or n).
+    # r = max(0, p_a - q_a) | p_a with x_a zeroed | p_n (bonus);  partial[c] = (sum_c r, sum_c p_a).
+    # Program (row block, s) streams chunks [s T, (s + 1) T) of row a; the last to arrive emits.
+    pid_rows = tl.program_id(0)
+    rows = pid_rows.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    row_ok = rows < B
+    n, seed, offset = _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
+                                 K, RAGGED, SEEDED)  # fmt: skip
+
+    # all K acceptance tests at once: [BLOCK_ROWS, KP1_POW2] gathers, a = first failed position
+    k = tl.arange(0, KP1_POW2).to(tl.int64)[None, :]
+    used = row_ok[:, None] & (k < n[:, None])
+    x = tl.load(x_ptr + rows[:, None] * sx_b + k * sx_k, mask=used, other=-1).to(tl.int64)
+    ok = used & (x >= 0) & (x < V)
+    p_x = _clean(tl.load(p_ptr + rows[:, None] * sp_b + k * sp_k + x * sp_v, mask=ok, other=0.0))
+    u = _uniforms(k, rows[:, None], used, u_ptr, su_b, su_k, seed[:, None], offset[:, None], SEEDED)
+    if HAS_DRAFT_PROBS:
+        q_x = _clean(tl.load(q_ptr + rows[:, None] * sq_b + k * sq_k + x * sq_v, mask=ok, other=0.0))
+        accept = ok & (q_x > 0.0) & (u.to(tl.float64) * q_x < p_x)  # exact: 24 x 24 bits < 53
+    else:
+        accept = ok & (u.to(tl.float64) < p_x)
+    a = tl.min(tl.where(accept, KP1_POW2, k), axis=1)  # <= n: positions >= n never accept
+    x_j = tl.sum(tl.where(k == a[:, None], x, 0), axis=1)  # used only where a < n
+    rejected = a < n
+
+    lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
+    first = tl.program_id(1).to(tl.int64) * tiles_per_program
+    for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
+        chunk = first + t
+        cols = chunk * BLOCK_V + lane
+        mask = row_ok[:, None] & (cols < V)
+        r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
+                                sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
+        part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
+        part_ok = row_ok & (rows * 0 + chunk < num_chunks)  # (a scalar mask term upsets the interpreter)
+        tl.store(part, tl.sum(r, axis=1), mask=part_ok)
+        tl.store(part + 1, tl.sum(p_j, axis=1), mask=part_ok)
+
+    # release this program's partials; the last program of the row block reads them all (acquire)
+    arrived = tl.atomic_add(arrivals_ptr + pid_rows, 1, sem="acq_rel")
+    if arrived == tl.num_programs(1) - 1:
+        _emit_rows(p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr,
+                   valid_ptr, rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks,
+                   sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
+                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, CHUNKS_POW2)  # fmt: skip
+        tl.atomic_xchg(arrivals_ptr + pid_rows, 0)  # ready for the next call / graph replay
 
 
 # ----------------------------------------------------------------------------------------------
@@ -256,23 +247,31 @@ def _chain_emit_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-def _launch_config(batch: int, vocab: int, block_v: int | None):
-    """(BLOCK_ROWS, BLOCK_V, num_warps). GPU: one row per program and the smallest power-of-two
-    chunk in [1024, 4096] that still gives >= 2 programs per SM (fewer, larger chunks when the batch
-    alone fills the GPU). Interpreter: a whole small vocabulary per tile, many rows per tile."""
+class _Config(NamedTuple):
+    block_rows: int  # rows per program (1 on the GPU)
+    block_v: int  # vocabulary chunk: one [BLOCK_ROWS, BLOCK_V] tile
+    num_warps: int
+    tiles: int  # chunks streamed by one program (a runtime loop)
+    num_stages: int  # software-pipelining depth of that loop
+
+
+def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps: int | None = None,
+                   tiles: int | None = None, num_stages: int | None = None) -> _Config:  # fmt: skip
+    """GPU: one row per program, chunks of 2048 tokens, and each row split over just enough
+    programs that the whole grid is about _GPU_PROGRAMS programs (each program pays the K acceptance
+    gathers once, then streams its chunks). Interpreter: a whole small vocabulary per tile, many
+    rows per tile, one program per row block. Any field can be overridden (tests, tuning sweeps)."""
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
         rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
-        return rows, bv, 4
-    if block_v is None:
-        block_v = 1024
-        for candidate in (4096, 2048):
-            if batch * cdiv(vocab, candidate) >= 4 * _GPU_SMS:
-                block_v = candidate
-                break
-        block_v = min(block_v, max(128, vocab_pow2))
-    return 1, block_v, 4 if block_v <= 1024 else 8
+        return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1)
+    bv = block_v or min(2048, max(128, vocab_pow2))
+    num_chunks = cdiv(vocab, bv)
+    if tiles is None:
+        per_row = max(1, min(num_chunks, cdiv(_GPU_PROGRAMS, max(batch, 1))))
+        tiles = cdiv(num_chunks, per_row)
+    return _Config(1, bv, num_warps or (4 if bv <= 2048 else 8), tiles, num_stages or 1)
 
 
 def chain_rejection_sample(
@@ -358,10 +357,9 @@ def _validate_values(p, x, q, n, uniforms, vocab) -> None:
             _fail(ValueError, "uniforms", "values in [0, 1)", f"{int(bad.sum())} outside")
 
 
-def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None,
-            num_warps: int | None = None) -> SampleResult:  # fmt: skip
-    """Both phases on validated tensors; `block_v` / `num_warps` override the vocabulary chunk and
-    the phase-1 warps (tests, and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
+def _launch(p, x, q, n, uniforms, seeds, offsets, **overrides) -> SampleResult:
+    """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages) replace
+    the _launch_config defaults (tests, and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
     batch, k_plus_1, vocab = p.shape
     num_k = k_plus_1 - 1
     device = p.device
@@ -373,36 +371,31 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None,
     if batch == 0:
         return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
 
-    block_rows, block_v, default_warps = _launch_config(batch, vocab, block_v)
-    num_warps = num_warps or default_warps
-    num_chunks = cdiv(vocab, block_v)
-    accepted = torch.empty(batch, dtype=torch.int32, device=device)
+    cfg = _launch_config(batch, vocab, **overrides)
+    num_chunks = cdiv(vocab, cfg.block_v)
+    row_blocks = cdiv(batch, cfg.block_rows)
     partials = torch.empty(batch, num_chunks, 2, dtype=torch.float64, device=device)
+    arrivals = torch.zeros(row_blocks, dtype=torch.int32, device=device)
 
     seeded = seeds is not None
     has_q = q is not None
-    # K == 0: an empty ids tensor may have no storage; the kernels mask every read of this stand-in
+    # K == 0: an empty ids tensor may have no storage; the kernel masks every read of this stand-in
     x_arg = x if x.numel() else torch.full((1, 1), -1, dtype=torch.int32, device=device)
     q_arg = q if has_q and q.numel() else p
     sq = q.stride() if has_q else (0, 0, 0)
     n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
     u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
     s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
-    strides = (*p.stride(), *sq, *x.stride(), sn, *su, ss, so)
-    flags = dict(K=num_k, HAS_DRAFT_PROBS=has_q, RAGGED=n is not None, SEEDED=seeded, BLOCK_ROWS=block_rows,
-                 BLOCK_V=block_v, KP1_POW2=next_pow2(k_plus_1))  # fmt: skip
-    row_blocks = cdiv(batch, block_rows)
-    _chain_partials_kernel[(row_blocks, num_chunks)](
-        p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, accepted, partials,
-        batch, vocab, num_chunks, *strides, **flags, num_warps=num_warps,
-    )  # fmt: skip
-    _chain_emit_kernel[(row_blocks,)](
-        p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, accepted, partials,
+    _chain_kernel[(row_blocks, cdiv(num_chunks, cfg.tiles))](
+        p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, partials, arrivals,
         tokens, num_accepted, fallback, valid,
-        batch, vocab, num_chunks, *strides, **flags,
+        batch, vocab, num_chunks, cfg.tiles,
+        *p.stride(), *sq, *x.stride(), sn, *su, ss, so,
+        K=num_k, HAS_DRAFT_PROBS=has_q, RAGGED=n is not None, SEEDED=seeded,
+        BLOCK_ROWS=cfg.block_rows, BLOCK_V=cfg.block_v, KP1_POW2=next_pow2(k_plus_1),
         # >= 16 lanes: Triton 3.6 fails to lower a scan over a [1, 1] tile (ScanOpToLLVM assertion,
         # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
         CHUNKS_POW2=max(16, next_pow2(num_chunks)),
-        num_warps=4 if block_v <= 2048 else 8,
+        NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))

@@ -27,7 +27,7 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def cdf_err(vocab: int, block_v: int | None = None) -> float:
-    _, bv, _ = _launch_config(1, vocab, block_v)
+    bv = _launch_config(1, vocab, block_v).block_v
     return (min(vocab, bv) + triton.cdiv(vocab, bv) + 5) * 2.0**-53
 
 
