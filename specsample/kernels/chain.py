@@ -31,6 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
+from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._checks import FLOAT_DTYPES as _PROB_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows
@@ -41,7 +42,7 @@ from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, philox_words, unifor
 from specsample.kernels.result import SampleResult
 
 _GPU_SMS = 132  # H200; only used to size the vocabulary split
-_GPU_PROGRAMS = 4 * _GPU_SMS
+_GPU_PROGRAMS_FOR_LOOP = 8 * _GPU_SMS  # chunks in the grid from which programs loop over 4
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
 _INTERP_TILE_ELEMENTS = 1 << 20
 
@@ -94,13 +95,14 @@ def _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
 def _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
                    K: tl.constexpr, HAS_DRAFT_PROBS: tl.constexpr):  # fmt: skip
     """(r, clean p) on a [BLOCK_ROWS, BLOCK_V] tile of target row j = a: r is max(0, p - q) (classic)
-    or p with x_j zeroed (one-hot) on rejected rows, and p itself on bonus rows."""
-    p_off = rows[:, None] * sp_b + a[:, None] * sp_k + cols * sp_v
-    p_j = _clean(tl.load(p_ptr + p_off, mask=mask, other=0.0))
+    or p with x_j zeroed (one-hot) on rejected rows, and p itself on bonus rows. Row offsets are
+    int64; `cols` may be int32 (the launcher checks that V * sp_v fits), so the per-element
+    address arithmetic stays 32-bit."""
+    p_row = p_ptr + (rows * sp_b + a * sp_k)
+    p_j = _clean(tl.load(p_row[:, None] + cols * sp_v, mask=mask, other=0.0))
     if HAS_DRAFT_PROBS:
-        q_row = tl.minimum(a, K - 1)  # only read on rejected rows, where a < n <= K
-        q_off = rows[:, None] * sq_b + q_row[:, None] * sq_k + cols * sq_v
-        q_j = _clean(tl.load(q_ptr + q_off, mask=mask & rejected[:, None], other=0.0))
+        q_row = q_ptr + (rows * sq_b + tl.minimum(a, K - 1) * sq_k)  # read on rejected rows: a < n <= K
+        q_j = _clean(tl.load(q_row[:, None] + cols * sq_v, mask=mask & rejected[:, None], other=0.0))
         r = tl.maximum(p_j - q_j, 0.0)
     else:
         r = tl.where(rejected[:, None] & (cols == x_j[:, None]), 0.0, p_j)
@@ -176,7 +178,7 @@ def _chain_kernel(
     seed_ptr,  # [B] int64 (SEEDED)
     offset_ptr,  # [B] int64 (SEEDED)
     partial_ptr,  # [B, num_chunks, 2] fp64 scratch: (residual mass, clean-p mass) of each chunk
-    arrivals_ptr,  # [cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit
+    arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
     tokens_ptr,  # [B, K+1] int32 out, contiguous
     num_accepted_ptr,  # [B] int32 out
     fallback_ptr,  # [B] int8 out (0/1, viewed as bool)
@@ -192,6 +194,7 @@ def _chain_kernel(
     KP1_POW2: tl.constexpr,
     CHUNKS_POW2: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    LANE_I64: tl.constexpr,
 ):  # fmt: skip
     # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and u_i q(x_i) < p(x_i)
     #                                          (one-hot) u_i < p(x_i); a = first rejection (or n).
@@ -219,8 +222,10 @@ def _chain_kernel(
     x_j = tl.sum(tl.where(k == a[:, None], x, 0), axis=1)  # used only where a < n
     rejected = a < n
 
-    lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
-    first = tl.program_id(1).to(tl.int64) * tiles_per_program
+    lane = tl.arange(0, BLOCK_V)[None, :]
+    if LANE_I64:
+        lane = lane.to(tl.int64)
+    first = tl.program_id(1) * tiles_per_program  # int32: chunk * BLOCK_V < V + BLOCK_V < 2^31
     for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
         chunk = first + t
         cols = chunk * BLOCK_V + lane
@@ -257,21 +262,20 @@ class _Config(NamedTuple):
 
 def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps: int | None = None,
                    tiles: int | None = None, num_stages: int | None = None) -> _Config:  # fmt: skip
-    """GPU: one row per program, chunks of 2048 tokens, and each row split over just enough
-    programs that the whole grid is about _GPU_PROGRAMS programs (each program pays the K acceptance
-    gathers once, then streams its chunks). Interpreter: a whole small vocabulary per tile, many
-    rows per tile, one program per row block. Any field can be overridden (tests, tuning sweeps)."""
+    """GPU: one row per program, chunks of 1024 tokens, 4 chunks per program with a 3-stage
+    pipelined loop, or one chunk per program when the batch is too small to fill the GPU that way
+    (H200 run 10, benchmarks/NOTES.md: 1.3x faster than one chunk per program at B >= 16, and
+    latency-bound B = 1 prefers the widest split). Interpreter: a whole small vocabulary per tile,
+    many rows per tile, one program per row block. Any field can be overridden (tests, sweeps)."""
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
         rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
         return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1)
-    bv = block_v or min(2048, max(128, vocab_pow2))
-    num_chunks = cdiv(vocab, bv)
+    bv = block_v or min(1024, max(128, vocab_pow2))
     if tiles is None:
-        per_row = max(1, min(num_chunks, cdiv(_GPU_PROGRAMS, max(batch, 1))))
-        tiles = cdiv(num_chunks, per_row)
-    return _Config(1, bv, num_warps or (4 if bv <= 2048 else 8), tiles, num_stages or 1)
+        tiles = 4 if batch * cdiv(vocab, bv) >= _GPU_PROGRAMS_FOR_LOOP else 1
+    return _Config(1, bv, num_warps or (4 if bv <= 2048 else 8), tiles, num_stages or (3 if tiles > 1 else 1))
 
 
 def chain_rejection_sample(
@@ -357,9 +361,10 @@ def _validate_values(p, x, q, n, uniforms, vocab) -> None:
             _fail(ValueError, "uniforms", "values in [0, 1)", f"{int(bad.sum())} outside")
 
 
-def _launch(p, x, q, n, uniforms, seeds, offsets, **overrides) -> SampleResult:
+def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
     """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages) replace
-    the _launch_config defaults (tests, and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
+    the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests, and the H200
+    tuning sweep in ci/gpu/chain_gpu.py)."""
     batch, k_plus_1, vocab = p.shape
     num_k = k_plus_1 - 1
     device = p.device
@@ -375,7 +380,7 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, **overrides) -> SampleResult:
     num_chunks = cdiv(vocab, cfg.block_v)
     row_blocks = cdiv(batch, cfg.block_rows)
     partials = torch.empty(batch, num_chunks, 2, dtype=torch.float64, device=device)
-    arrivals = torch.zeros(row_blocks, dtype=torch.int32, device=device)
+    arrivals = arrival_counters(device, row_blocks)
 
     seeded = seeds is not None
     has_q = q is not None
@@ -397,5 +402,7 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, **overrides) -> SampleResult:
         # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
         CHUNKS_POW2=max(16, next_pow2(num_chunks)),
         NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
+        # int32 lane offsets unless a lane offset cols * stride can pass 2^31 (or forced: lane_i64)
+        LANE_I64=lane_i64 or vocab * max(p.stride(2), sq[2]) >= 2**31,
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
