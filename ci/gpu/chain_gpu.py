@@ -519,32 +519,33 @@ def perf(shape, bw, gen) -> None:
             check(row["meets_target"], f"perf {shape} fp32: {eager:.1f} us > target {TARGETS_US[shape]} us")
 
 
+SWEEP = [  # (block_v, num_warps, tiles, num_stages, lane_i64) around the defaults
+    (1024, 4, 1, 1, False), (1024, 4, 4, 3, False), (1024, 4, 4, 3, True), (1024, 4, 4, 2, False),
+    (1024, 4, 8, 3, False), (2048, 4, 4, 3, False), (2048, 4, 8, 3, False), (2048, 8, 4, 3, False),
+]  # fmt: skip
+
+
 def sweep(shape, gen) -> None:
     """CUDA-graph replay time (device time, no launch overhead) per vocabulary chunk, warp count,
-    chunks per program (tiles) and loop pipelining depth, fp32, to tune _launch_config."""
+    chunks per program (tiles), loop pipelining depth and lane-offset width, fp32, to check the
+    _launch_config defaults."""
     batch, num_k, vocab = shape
     p, x, q, u = perf_inputs(batch, num_k, vocab, torch.float32, gen)
     default = _launch_config(batch, vocab)
-    for block_v in (1024, 2048, 4096):
-        chunks = triton.cdiv(vocab, block_v)
-        for warps in (4, 8):
-            for stages in (1, 2, 3):
-                for tiles in sorted({1, 2, 4, 8, 16, _launch_config(batch, vocab, block_v).tiles}):
-                    if tiles > chunks or (stages > 1 and tiles == 1):
-                        continue
+    for block_v, warps, tiles, stages, lane_i64 in SWEEP:
+        cfg = dict(block_v=block_v, num_warps=warps, tiles=min(tiles, triton.cdiv(vocab, block_v)),
+                   num_stages=stages)  # fmt: skip
 
-                    def fn(bv=block_v, w=warps, t=tiles, s=stages):
-                        return _launch(p, x, q, None, u, None, None, block_v=bv, num_warps=w, tiles=t, num_stages=s)
+        def fn(c=cfg, w=lane_i64):
+            return _launch(p, x, q, None, u, None, None, lane_i64=w, **c)
 
-                    us = graph_time(fn) * 1e3
-                    cfg = dict(block_v=block_v, num_warps=warps, tiles=tiles, num_stages=stages)
-                    RESULTS["sweep"].append(dict(shape=shape, **cfg, graph_us=us,
-                                                 default=cfg == {k: getattr(default, k) for k in cfg}))
-    mine = sorted((round(r["graph_us"], 1), r["block_v"], r["num_warps"], r["tiles"], r["num_stages"])
-                  for r in RESULTS["sweep"] if r["shape"] == shape)
-    dflt = [r["graph_us"] for r in RESULTS["sweep"] if r["shape"] == shape and r["default"]]
-    print("sweep", shape, "default", default, f"{dflt[0] if dflt else float('nan'):.1f} us",
-          "best (us, block_v, warps, tiles, stages):", mine[:5], flush=True)
+        us = graph_time(fn) * 1e3
+        is_default = not lane_i64 and cfg == {k: getattr(default, k) for k in cfg}
+        RESULTS["sweep"].append(dict(shape=shape, **cfg, lane_i64=lane_i64, graph_us=us, default=is_default))
+    keys = ("graph_us", "block_v", "num_warps", "tiles", "num_stages", "lane_i64")
+    mine = sorted(tuple(r[k] for k in keys) for r in RESULTS["sweep"] if r["shape"] == shape)
+    best = [(round(m[0], 1), *m[1:]) for m in mine[:5]]
+    print("sweep", shape, "default", default, "best", keys, best, flush=True)
 
 
 def verdict(check_row: dict) -> str:

@@ -402,8 +402,9 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
     seeds, offsets, seed_stride, offset_stride = _resolve_randomness(
         batch, probs.device, generator, seeds, offsets
     )
-    sample_p = torch.zeros((batch, num_samples), dtype=probs.dtype, device=probs.device)
-    sample_index = torch.full((batch, num_samples), -1, dtype=torch.int64, device=probs.device)
+    # the merge kernel writes every entry: no fill launches (each is a separate node in a CUDA graph)
+    sample_p = torch.empty((batch, num_samples), dtype=probs.dtype, device=probs.device)
+    sample_index = torch.empty((batch, num_samples), dtype=torch.int64, device=probs.device)
     if batch == 0:
         return sample_p, sample_index, None
     tiling = tiling or race_tiling(batch, vocab, num_samples)

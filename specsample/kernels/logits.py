@@ -48,6 +48,7 @@ import torch
 import triton
 import triton.language as tl
 
+from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
@@ -298,7 +299,7 @@ def _race_block(
     tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr,  # [B*(K+1), NC1] phase-1 statistics
     best_ptr,  # [B, NC2, 2] fp32 scratch: chunk winner scores (residual race, race over p)
     best_idx_ptr,  # [B, NC2, 2] int32 scratch: chunk winner tokens
-    arrivals_ptr,  # [cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit
+    arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
     tokens_ptr,  # [B, K+1] int32 out, contiguous
     num_accepted_ptr,  # [B] int32 out
     fallback_ptr,  # [B] bool out
@@ -646,8 +647,11 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
     race_blocks = cdiv(batch, cfg["race_rows"])
     best = torch.empty(batch, nc2, 2, **f32)
     best_idx = torch.empty(batch, nc2, 2, dtype=torch.int32, device=device)
-    counters = torch.zeros(race_blocks + (batch + 1 if cfg["fused"] else 0), dtype=torch.int32, device=device)
-    arrivals = counters[:race_blocks]
+    if cfg["fused"]:
+        counters = torch.zeros(race_blocks + batch + 1, dtype=torch.int32, device=device)
+        arrivals = counters[:race_blocks]
+    else:  # persistent, kept zero by the race kernel (no memset launch per call)
+        arrivals = arrival_counters(device, race_blocks)
 
     d_arg, sd = (dl, dl.stride()) if has_draft else (lg, (0, 0, 0))
     x_arg, sx = (x, x.stride()) if num_k > 0 else (tokens, (0, 0))

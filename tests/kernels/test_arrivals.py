@@ -27,7 +27,7 @@ def test_counters_are_zero_after_split_launches_and_repeat_calls_agree():
         u = rng.random((batch, num_k + 1)).astype(np.float32)
         got = _launch(*(torch.from_numpy(a).to(DEVICE) for a in (p, x, q)), None,
                       torch.from_numpy(u).to(DEVICE), None, None, block_v=8, tiles=1)  # fmt: skip
-        ref = chain_rejection_reference(p.astype(np.float64), x, q.astype(np.float64), uniforms=u.astype(np.float64))
+        ref = chain_rejection_reference(p.astype(float), x, q.astype(float), uniforms=u.astype(float))
         assert np.array_equal(got.tokens.cpu().numpy(), ref.tokens), f"call {call}"
         counters = arrival_counters(DEVICE, batch)
         assert int(counters.abs().sum()) == 0, f"counters left non-zero after call {call}"

@@ -103,8 +103,8 @@ def make_case(seed: int, batch: int, num_k: int, vocab: int, kind: str, draft_ki
 def assert_coupled(case, block_v, id_dtype=torch.int64, tiles=None, lane_i64=False):
     p, q, x, n, u = case["p"], case["q"], case["x"], case["n"], case["u"]
     batch, _, vocab = p.shape
-    got = _launch(dev(p), dev(x.to(id_dtype)), dev(q), dev(n), dev(u), None, None, block_v=block_v, tiles=tiles,
-                  lane_i64=lane_i64)
+    got = _launch(dev(p), dev(x.to(id_dtype)), dev(q), dev(n), dev(u), None, None,
+                  block_v=block_v, tiles=tiles, lane_i64=lane_i64)  # fmt: skip
     tol = coupling_tol(batch, vocab, block_v)
     ref = chain_rejection_reference(
         p.double().numpy(), x.numpy(), None if q is None else q.double().numpy(),
