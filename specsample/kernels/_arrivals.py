@@ -4,7 +4,7 @@ A kernel that splits each row block over several programs counts arrivals with a
 one int32 per row block; the program that arrives last does the row's final step and resets the
 counter to zero. The counters must therefore be zero when a launch starts. Allocating them with
 `torch.zeros` on every call costs a memset launch: 5 µs of device time per call in a CUDA graph at
-(B, K, V) = (1, 4, 32000) on the H200 (benchmarks/NOTES.md, run 10), more than the kernel itself.
+(B, K, V) = (1, 4, 32000) on the H200 (benchmarks/NOTES.md, run 11), as much as the kernel itself.
 So they live in a persistent buffer per (device, stream), zeroed once and kept zero by the kernels.
 
 One buffer per stream because launches on one stream run in order, so two launches never count

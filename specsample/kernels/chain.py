@@ -1,15 +1,17 @@
 """Chain rejection sampling in probability space: classic drafts (q given) and one-hot drafts.
 
 `chain_rejection_sample` implements docs/semantics.md exactly; `specsample.reference.chain` is its
-float64 twin. Two launches, no host synchronisation, no data-dependent shapes (CUDA-graph safe):
+float64 twin. One launch, no host synchronisation, no data-dependent shapes (CUDA-graph safe).
+`_chain_kernel` runs on a grid (row blocks, splits of the vocabulary):
 
-1. `_chain_partials_kernel`, grid (row blocks, vocabulary chunks). Every program redoes the K
-   acceptance tests of its rows (K gathers), which fixes the emit position j = a, then reads its
-   chunk of row j once (p, and q for classic drafts) and writes two partial sums: the residual mass
-   and the clean-p mass (for the norm_sum == 0 fallback). Chunk 0 also writes a.
-2. `_chain_emit_kernel`, one program per row block. It reads the partials, decides residual /
-   fallback / invalid, locates the chunk where u_K * total falls by a prefix sum over chunk sums,
-   re-reads that single chunk, scans it and writes tokens / num_accepted / fallback / valid.
+1. Every program redoes the K acceptance tests of its rows (K gathers), which fixes the emit
+   position j = a, then streams its `tiles` consecutive chunks of row j (p, and q for classic
+   drafts) once, writing two partial sums per chunk: the residual mass and the clean-p mass (for
+   the norm_sum == 0 fallback).
+2. It then counts itself in the row block's arrival counter (atomic, acquire-release). The last
+   program to arrive reads all partials, decides residual / fallback / invalid, locates the chunk
+   where u_K * total falls by a prefix sum over chunk sums, re-reads that single chunk, scans it,
+   writes tokens / num_accepted / fallback / valid and resets the counter (kernels/_arrivals.py).
 
 Arithmetic: inputs are widened to float64 before anything is compared or summed. The acceptance
 test u q(x) < p(x) is then exact (a product of two 24-bit mantissas fits in 53 bits), p - q is
@@ -18,9 +20,10 @@ exact to 2^-53, and the sums behind the inverse CDF carry relative errors of ord
 with float64 on ~V 2^-54. The kernels stay memory-bound (a handful of float64 ops per element read).
 
 Must-read bytes are one row of p and q per request (the accept tests are gathers), plus one chunk
-per request in phase 2. On the GPU each program handles one row (BLOCK_ROWS = 1) and the vocabulary
-is split so that B * num_chunks fills the SMs; under the Triton interpreter, whose cost is per
-program and per op, each program handles hundreds of rows as [BLOCK_ROWS, BLOCK_V] tiles.
+per request for the emit. On the GPU each program handles one row (BLOCK_ROWS = 1) and the
+vocabulary is split over enough programs to fill the SMs (benchmarks/NOTES.md has the measured
+choice); under the Triton interpreter, whose cost is per program and per op, each program handles
+hundreds of rows as [BLOCK_ROWS, BLOCK_V] tiles.
 """
 
 from __future__ import annotations
@@ -264,7 +267,7 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
                    tiles: int | None = None, num_stages: int | None = None) -> _Config:  # fmt: skip
     """GPU: one row per program, chunks of 1024 tokens, 4 chunks per program with a 3-stage
     pipelined loop, or one chunk per program when the batch is too small to fill the GPU that way
-    (H200 run 10, benchmarks/NOTES.md: 1.3x faster than one chunk per program at B >= 16, and
+    (H200 run 11, benchmarks/NOTES.md: 1.1-1.4x faster than one chunk per program at B >= 16, and
     latency-bound B = 1 prefers the widest split). Interpreter: a whole small vocabulary per tile,
     many rows per tile, one program per row block. Any field can be overridden (tests, sweeps)."""
     vocab_pow2 = next_pow2(vocab)

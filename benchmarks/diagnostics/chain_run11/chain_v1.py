@@ -1,0 +1,408 @@
+"""Chain rejection sampling in probability space: classic drafts (q given) and one-hot drafts.
+
+`chain_rejection_sample` implements docs/semantics.md exactly; `specsample.reference.chain` is its
+float64 twin. Two launches, no host synchronisation, no data-dependent shapes (CUDA-graph safe):
+
+1. `_chain_partials_kernel`, grid (row blocks, vocabulary chunks). Every program redoes the K
+   acceptance tests of its rows (K gathers), which fixes the emit position j = a, then reads its
+   chunk of row j once (p, and q for classic drafts) and writes two partial sums: the residual mass
+   and the clean-p mass (for the norm_sum == 0 fallback). Chunk 0 also writes a.
+2. `_chain_emit_kernel`, one program per row block. It reads the partials, decides residual /
+   fallback / invalid, locates the chunk where u_K * total falls by a prefix sum over chunk sums,
+   re-reads that single chunk, scans it and writes tokens / num_accepted / fallback / valid.
+
+Arithmetic: inputs are widened to float64 before anything is compared or summed. The acceptance
+test u q(x) < p(x) is then exact (a product of two 24-bit mantissas fits in 53 bits), p - q is
+exact to 2^-53, and the sums behind the inverse CDF carry relative errors of order 2^-53 instead of
+2^-24: with float32 sums the token would flip on about V 2^-25 of all rows (~0.5% at V = 151936),
+with float64 on ~V 2^-54. The kernels stay memory-bound (a handful of float64 ops per element read).
+
+Must-read bytes are one row of p and q per request (the accept tests are gathers), plus one chunk
+per request in phase 2. On the GPU each program handles one row (BLOCK_ROWS = 1) and the vocabulary
+is split so that B * num_chunks fills the SMs; under the Triton interpreter, whose cost is per
+program and per op, each program handles hundreds of rows as [BLOCK_ROWS, BLOCK_V] tiles.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from specsample.kernels._checks import FLOAT_DTYPES as _PROB_DTYPES
+from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
+from specsample.kernels._checks import check_target_rows
+from specsample.kernels._checks import check_tensor as _check_tensor
+from specsample.kernels._checks import fail as _fail
+from specsample.kernels._launch import cdiv, interpreting, next_pow2
+from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, philox_words, uniform_from_word
+from specsample.kernels.result import SampleResult
+
+_GPU_SMS = 132  # H200; only used to size the vocabulary split
+# elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
+_INTERP_TILE_ELEMENTS = 1 << 20
+
+
+# ----------------------------------------------------------------------------------------------
+# Device helpers
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _clean(values):
+    """clean(a) = a if a is finite and a > 0 else 0 (NaN compares False), widened to float64
+    (exactly) after the float32 compare."""
+    v = values.to(tl.float32)
+    return tl.where((v > 0.0) & (v < float("inf")), v, 0.0).to(tl.float64)
+
+
+@triton.jit
+def _uniforms(cols, rows, mask, u_ptr, su_b, su_k, seed, offset, SEEDED: tl.constexpr):
+    """u[rows, cols] for a column block `cols` broadcast against `rows` (and `seed`/`offset`):
+    loaded from the uniforms tensor, or word 0 of Philox(seed, offset, index=col,
+    STREAM_CHAIN_UNIFORM, position=0) (reference.philox.chain_uniforms)."""
+    if SEEDED:
+        index = cols + rows * 0
+        w0, _, _, _ = philox_words(seed, offset, index, STREAM_CHAIN_UNIFORM, index * 0)
+        return uniform_from_word(w0)
+    else:
+        return tl.load(u_ptr + rows * su_b + cols * su_k, mask=mask, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
+               K: tl.constexpr, RAGGED: tl.constexpr, SEEDED: tl.constexpr):  # fmt: skip
+    """Per-row draft count n (clamped to [0, K]) and the Philox key/offset (0 when unseeded)."""
+    if RAGGED:
+        n = tl.load(n_ptr + rows * sn_b, mask=row_ok, other=0).to(tl.int64)
+        n = tl.minimum(tl.maximum(n, 0), K)
+    else:
+        n = rows * 0 + K
+    if SEEDED:
+        seed = tl.load(seed_ptr + rows * ss_b, mask=row_ok, other=0).to(tl.int64)
+        offset = tl.load(offset_ptr + rows * so_b, mask=row_ok, other=0).to(tl.int64)
+    else:
+        seed = rows * 0
+        offset = rows * 0
+    return n, seed, offset
+
+
+@triton.jit
+def _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
+                   K: tl.constexpr, HAS_DRAFT_PROBS: tl.constexpr):  # fmt: skip
+    """(r, clean p) on a [BLOCK_ROWS, BLOCK_V] tile of target row j = a: r is max(0, p - q) (classic)
+    or p with x_j zeroed (one-hot) on rejected rows, and p itself on bonus rows."""
+    p_off = rows[:, None] * sp_b + a[:, None] * sp_k + cols * sp_v
+    p_j = _clean(tl.load(p_ptr + p_off, mask=mask, other=0.0))
+    if HAS_DRAFT_PROBS:
+        q_row = tl.minimum(a, K - 1)  # only read on rejected rows, where a < n <= K
+        q_off = rows[:, None] * sq_b + q_row[:, None] * sq_k + cols * sq_v
+        q_j = _clean(tl.load(q_ptr + q_off, mask=mask & rejected[:, None], other=0.0))
+        r = tl.maximum(p_j - q_j, 0.0)
+    else:
+        r = tl.where(rejected[:, None] & (cols == x_j[:, None]), 0.0, p_j)
+    return r, p_j
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _chain_partials_kernel(
+    p_ptr,  # [B, K+1, V] fp32/bf16/fp16, strides (sp_b, sp_k, sp_v), stride 0 allowed
+    q_ptr,  # [B, K, V] fp32/bf16/fp16 (classic) or unused (one-hot)
+    x_ptr,  # [B, K] int32/int64 draft ids
+    n_ptr,  # [B] int32/int64 ragged counts (RAGGED)
+    u_ptr,  # [B, K+1] fp32 uniforms (not SEEDED)
+    seed_ptr,  # [B] int64 (SEEDED)
+    offset_ptr,  # [B] int64 (SEEDED)
+    accepted_ptr,  # [B] int32 out: a, written by chunk 0
+    partial_ptr,  # [B, num_chunks, 2] fp64 out: (residual mass, clean-p mass) of each chunk
+    B, V, num_chunks,
+    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, sx_b, sx_k, sn_b, su_b, su_k, ss_b, so_b,
+    K: tl.constexpr,
+    HAS_DRAFT_PROBS: tl.constexpr,
+    RAGGED: tl.constexpr,
+    SEEDED: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    KP1_POW2: tl.constexpr,
+):  # fmt: skip
+    # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and u_i q(x_i) < p(x_i)
+    #                                          (one-hot) u_i < p(x_i); a = first rejection (or n).
+    # r = max(0, p_a - q_a) | p_a with x_a zeroed | p_n (bonus);  partial[c] = (sum_c r, sum_c p_a).
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    chunk = tl.program_id(1).to(tl.int64)
+    row_ok = rows < B
+    n, seed, offset = _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
+                                 K, RAGGED, SEEDED)  # fmt: skip
+
+    # all K acceptance tests at once: [BLOCK_ROWS, KP1_POW2] gathers, a = first failed position
+    k = tl.arange(0, KP1_POW2).to(tl.int64)[None, :]
+    used = row_ok[:, None] & (k < n[:, None])
+    x = tl.load(x_ptr + rows[:, None] * sx_b + k * sx_k, mask=used, other=-1).to(tl.int64)
+    ok = used & (x >= 0) & (x < V)
+    p_x = _clean(tl.load(p_ptr + rows[:, None] * sp_b + k * sp_k + x * sp_v, mask=ok, other=0.0))
+    u = _uniforms(k, rows[:, None], used, u_ptr, su_b, su_k, seed[:, None], offset[:, None], SEEDED)
+    if HAS_DRAFT_PROBS:
+        q_x = _clean(tl.load(q_ptr + rows[:, None] * sq_b + k * sq_k + x * sq_v, mask=ok, other=0.0))
+        accept = ok & (q_x > 0.0) & (u.to(tl.float64) * q_x < p_x)  # exact: 24 x 24 bits < 53
+    else:
+        accept = ok & (u.to(tl.float64) < p_x)
+    a = tl.min(tl.where(accept, KP1_POW2, k), axis=1)  # <= n: positions >= n never accept
+    x_j = tl.sum(tl.where(k == a[:, None], x, 0), axis=1)  # used only where a < n
+
+    rejected = a < n
+    cols = chunk * BLOCK_V + tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
+    mask = row_ok[:, None] & (cols < V)
+    r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
+                            sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
+    part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
+    tl.store(part, tl.sum(r, axis=1), mask=row_ok)
+    tl.store(part + 1, tl.sum(p_j, axis=1), mask=row_ok)
+    if chunk == 0:
+        tl.store(accepted_ptr + rows, a.to(tl.int32), mask=row_ok)
+
+
+@triton.jit
+def _chain_emit_kernel(
+    p_ptr,  # [B, K+1, V] fp32/bf16/fp16, strides (sp_b, sp_k, sp_v)
+    q_ptr,  # [B, K, V] (classic) or unused
+    x_ptr,  # [B, K] int32/int64
+    n_ptr,  # [B] ragged counts (RAGGED)
+    u_ptr,  # [B, K+1] fp32 (not SEEDED)
+    seed_ptr,  # [B] int64 (SEEDED)
+    offset_ptr,  # [B] int64 (SEEDED)
+    accepted_ptr,  # [B] int32 in: a from phase 1
+    partial_ptr,  # [B, num_chunks, 2] fp64 in
+    tokens_ptr,  # [B, K+1] int32 out, contiguous
+    num_accepted_ptr,  # [B] int32 out
+    fallback_ptr,  # [B] int8 out (0/1, viewed as bool)
+    valid_ptr,  # [B] int8 out (0/1, viewed as bool)
+    B, V, num_chunks,
+    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, sx_b, sx_k, sn_b, su_b, su_k, ss_b, so_b,
+    K: tl.constexpr,
+    HAS_DRAFT_PROBS: tl.constexpr,
+    RAGGED: tl.constexpr,
+    SEEDED: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    CHUNKS_POW2: tl.constexpr,
+    KP1_POW2: tl.constexpr,
+):  # fmt: skip
+    # fallback = (a < n) and sum r == 0 -> r := clean p_a.  total = sum r; valid = total > 0.
+    # token = smallest v with r_v > 0 and cumsum(r)_v > u_K * total, else the largest v with r_v > 0:
+    # first the chunk (prefix over chunk sums), then the token inside that one chunk.
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    row_ok = rows < B
+    n, seed, offset = _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
+                                 K, RAGGED, SEEDED)  # fmt: skip
+    a = tl.load(accepted_ptr + rows, mask=row_ok, other=0).to(tl.int64)
+    rejected = a < n
+
+    # drafts: the accepted prefix for the output, x_a for the one-hot residual
+    k = tl.arange(0, KP1_POW2).to(tl.int64)[None, :]
+    x_tile = tl.load(x_ptr + rows[:, None] * sx_b + k * sx_k,
+                     mask=row_ok[:, None] & (k < K) & (k <= a[:, None]), other=-1).to(tl.int64)  # fmt: skip
+    x_j = tl.sum(tl.where(k == a[:, None], x_tile, 0), axis=1)
+    x_j = tl.where(rejected, x_j, -1)
+
+    # chunk level
+    c = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]
+    c_ok = row_ok[:, None] & (c < num_chunks)
+    part = partial_ptr + rows[:, None] * (num_chunks * 2) + c * 2
+    part_r = tl.load(part, mask=c_ok, other=0.0)
+    part_p = tl.load(part + 1, mask=c_ok, other=0.0)
+    fallback = rejected & (tl.sum(part_r, axis=1) <= 0.0)
+    sel = tl.where(fallback[:, None], part_p, part_r)
+    cum = tl.cumsum(sel, axis=1)
+    total = tl.max(cum, axis=1)
+    valid = row_ok & (total > 0.0)
+    u_last = _uniforms(K, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED)
+    target = u_last.to(tl.float64) * total
+    crossing = c_ok & (sel > 0.0) & (cum > target[:, None])
+    first_chunk = tl.min(tl.where(crossing, c, CHUNKS_POW2), axis=1)
+    found = first_chunk < CHUNKS_POW2
+    last_chunk = tl.max(tl.where(c_ok & (sel > 0.0), c, -1), axis=1)
+    chunk = tl.where(found, first_chunk, tl.maximum(last_chunk, 0))
+    before = tl.sum(tl.where(c == (chunk - 1)[:, None], cum, 0.0), axis=1)
+    local = tl.where(found, target - before, float("inf"))  # not found: take the last positive token
+
+    # token level, inside the one chunk
+    lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
+    cols = chunk[:, None] * BLOCK_V + lane
+    mask = valid[:, None] & (cols < V)
+    r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
+                            sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
+    vals = tl.where(fallback[:, None], p_j, r)
+    cs = tl.cumsum(vals, axis=1)
+    positive = vals > 0.0
+    hit = tl.min(tl.where(positive & (cs > local[:, None]), lane, BLOCK_V), axis=1)
+    last = tl.max(tl.where(positive, lane, -1), axis=1)
+    pick = tl.where(hit < BLOCK_V, hit, last)
+    token = tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1)
+
+    out = tl.where(k < a[:, None], x_tile, tl.where(k == a[:, None], token[:, None], -1))
+    tl.store(tokens_ptr + rows[:, None] * (K + 1) + k, out.to(tl.int32), mask=row_ok[:, None] & (k <= K))
+    tl.store(num_accepted_ptr + rows, a.to(tl.int32), mask=row_ok)
+    tl.store(fallback_ptr + rows, fallback.to(tl.int8), mask=row_ok)
+    tl.store(valid_ptr + rows, valid.to(tl.int8), mask=row_ok)
+
+
+# ----------------------------------------------------------------------------------------------
+# Launcher
+# ----------------------------------------------------------------------------------------------
+
+
+def _launch_config(batch: int, vocab: int, block_v: int | None):
+    """(BLOCK_ROWS, BLOCK_V, num_warps). GPU: one row per program and the smallest power-of-two
+    chunk in [1024, 4096] that still gives >= 2 programs per SM (fewer, larger chunks when the batch
+    alone fills the GPU). Interpreter: a whole small vocabulary per tile, many rows per tile."""
+    vocab_pow2 = next_pow2(vocab)
+    if interpreting():
+        bv = block_v or min(vocab_pow2, 1024)
+        rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
+        return rows, bv, 4
+    if block_v is None:
+        block_v = 1024
+        for candidate in (4096, 2048):
+            if batch * cdiv(vocab, candidate) >= 4 * _GPU_SMS:
+                block_v = candidate
+                break
+        block_v = min(block_v, max(128, vocab_pow2))
+    return 1, block_v, 4 if block_v <= 1024 else 8
+
+
+def chain_rejection_sample(
+    target_probs: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    draft_probs: torch.Tensor | None = None,
+    *,
+    num_draft_tokens: torch.Tensor | None = None,
+    uniforms: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    seeds: torch.Tensor | None = None,
+    offsets: torch.Tensor | None = None,
+    validate: bool = False,
+) -> SampleResult:
+    """Chain speculative sampling (docs/semantics.md): classic when `draft_probs` is given, one-hot
+    drafts otherwise.
+
+    target_probs [B, K+1, V] and draft_probs [B, K, V] are fp32/bf16/fp16 with any strides (stride-0
+    broadcasts are read in place); draft_token_ids [B, K] and num_draft_tokens [B] int32/int64.
+    Randomness, exactly one source: `uniforms` [B, K+1] fp32 in [0, 1) (the output is then a
+    deterministic function of the inputs), per-request int64 `seeds` and `offsets` [B] (in-kernel
+    Philox, batch-invariant), or `generator` / the default torch generator (torch.rand inside).
+
+    Guarantees: never emits a token with zero clean target (residual) mass nor an id outside [0, V)
+    other than -1; invalid draft ids are rejected without being read. No host synchronisation and no
+    data-dependent shapes (CUDA-graph capturable) unless `validate=True`, which adds value checks
+    (finite non-negative probabilities, draft ids in range, uniforms in [0, 1)) that synchronise.
+    """
+    p = target_probs
+    batch, k_plus_1, vocab = check_target_rows("target_probs", p)
+    num_k = k_plus_1 - 1
+    device = p.device
+    _check_tensor("draft_token_ids", draft_token_ids, (batch, num_k), _ID_DTYPES, device)
+    if draft_probs is not None:
+        _check_tensor("draft_probs", draft_probs, (batch, num_k, vocab), _PROB_DTYPES, device)
+    if num_draft_tokens is not None:
+        _check_tensor("num_draft_tokens", num_draft_tokens, (batch,), _ID_DTYPES, device)
+
+    given = (("uniforms", uniforms), ("generator", generator), ("seeds", seeds), ("offsets", offsets))
+    sources = [name for name, value in given if value is not None]
+    seeded = seeds is not None or offsets is not None
+    if seeded and (seeds is None or offsets is None):
+        _fail(ValueError, "seeds/offsets", "both tensors (per-request Philox key and offset)", sources)
+    if len(sources) > (2 if seeded else 1):
+        _fail(ValueError, "randomness", "exactly one of uniforms, generator, seeds+offsets", sources)
+    if seeded:
+        _check_tensor("seeds", seeds, (batch,), (torch.int64,), device)
+        _check_tensor("offsets", offsets, (batch,), (torch.int64,), device)
+    elif uniforms is not None:
+        _check_tensor("uniforms", uniforms, (batch, k_plus_1), (torch.float32,), device)
+    else:
+        if generator is not None and not isinstance(generator, torch.Generator):
+            _fail(TypeError, "generator", "a torch.Generator", type(generator).__name__)
+        if generator is not None and generator.device.type != device.type:
+            _fail(ValueError, "generator", f"a generator on {device.type}", generator.device)
+        uniforms = torch.rand(batch, k_plus_1, generator=generator, device=device, dtype=torch.float32)
+
+    if validate:
+        _validate_values(p, draft_token_ids, draft_probs, num_draft_tokens, uniforms, vocab)
+
+    return _launch(p, draft_token_ids, draft_probs, num_draft_tokens, uniforms, seeds, offsets)
+
+
+def _validate_values(p, x, q, n, uniforms, vocab) -> None:
+    """Value checks that synchronise with the host (validate=True only)."""
+    for name, t in (("target_probs", p), ("draft_probs", q)):
+        if t is None or t.numel() == 0:
+            continue
+        bad = ~torch.isfinite(t) | (t < 0)
+        if bool(bad.any()):
+            _fail(ValueError, name, "finite non-negative probabilities", f"{int(bad.sum())} bad entries")
+    if x.numel():
+        used = torch.arange(x.shape[1], device=x.device)[None, :] < (
+            x.shape[1] if n is None else n.clamp(0, x.shape[1])[:, None]
+        )
+        out = used & ((x < 0) | (x >= vocab))
+        if bool(out.any()):
+            _fail(ValueError, "draft_token_ids", f"ids in [0, {vocab}) for used drafts",
+                  f"{int(out.sum())} out of range")  # fmt: skip
+    if uniforms is not None and uniforms.numel():
+        bad = ~((uniforms >= 0) & (uniforms < 1))
+        if bool(bad.any()):
+            _fail(ValueError, "uniforms", "values in [0, 1)", f"{int(bad.sum())} outside")
+
+
+def _launch(p, x, q, n, uniforms, seeds, offsets, block_v: int | None = None,
+            num_warps: int | None = None) -> SampleResult:  # fmt: skip
+    """Both phases on validated tensors; `block_v` / `num_warps` override the vocabulary chunk and
+    the phase-1 warps (tests, and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
+    batch, k_plus_1, vocab = p.shape
+    num_k = k_plus_1 - 1
+    device = p.device
+    tokens = torch.empty(batch, k_plus_1, dtype=torch.int32, device=device)
+    num_accepted = torch.empty(batch, dtype=torch.int32, device=device)
+    # flags are stored as int8 and viewed as bool (no bool pointers in the kernels)
+    fallback = torch.empty(batch, dtype=torch.int8, device=device)
+    valid = torch.empty(batch, dtype=torch.int8, device=device)
+    if batch == 0:
+        return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
+
+    block_rows, block_v, default_warps = _launch_config(batch, vocab, block_v)
+    num_warps = num_warps or default_warps
+    num_chunks = cdiv(vocab, block_v)
+    accepted = torch.empty(batch, dtype=torch.int32, device=device)
+    partials = torch.empty(batch, num_chunks, 2, dtype=torch.float64, device=device)
+
+    seeded = seeds is not None
+    has_q = q is not None
+    # K == 0: an empty ids tensor may have no storage; the kernels mask every read of this stand-in
+    x_arg = x if x.numel() else torch.full((1, 1), -1, dtype=torch.int32, device=device)
+    q_arg = q if has_q and q.numel() else p
+    sq = q.stride() if has_q else (0, 0, 0)
+    n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
+    u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
+    s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
+    strides = (*p.stride(), *sq, *x.stride(), sn, *su, ss, so)
+    flags = dict(K=num_k, HAS_DRAFT_PROBS=has_q, RAGGED=n is not None, SEEDED=seeded, BLOCK_ROWS=block_rows,
+                 BLOCK_V=block_v, KP1_POW2=next_pow2(k_plus_1))  # fmt: skip
+    row_blocks = cdiv(batch, block_rows)
+    _chain_partials_kernel[(row_blocks, num_chunks)](
+        p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, accepted, partials,
+        batch, vocab, num_chunks, *strides, **flags, num_warps=num_warps,
+    )  # fmt: skip
+    _chain_emit_kernel[(row_blocks,)](
+        p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, accepted, partials,
+        tokens, num_accepted, fallback, valid,
+        batch, vocab, num_chunks, *strides, **flags,
+        # >= 16 lanes: Triton 3.6 fails to lower a scan over a [1, 1] tile (ScanOpToLLVM assertion,
+        # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
+        CHUNKS_POW2=max(16, next_pow2(num_chunks)),
+        num_warps=4 if block_v <= 2048 else 8,
+    )  # fmt: skip
+    return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
