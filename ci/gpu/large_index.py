@@ -76,12 +76,30 @@ def main() -> None:
     elapsed = time.time() - t0
 
     n = int(counts.sum())
-    result = {"B": B, "K": K, "V": V, "dtype": "bf16", "elements": target.numel(),
-              "rows_tested": B - HIGH_ROW, "rounds": ROUNDS, "n": n, "out_of_support": out_of_support,
-              "eps": EPS, "alpha": ALPHA, "beta": BETA, "seconds": round(elapsed, 1)}
+    result = {
+        "B": B,
+        "K": K,
+        "V": V,
+        "dtype": "bf16",
+        "elements": target.numel(),
+        "rows_tested": B - HIGH_ROW,
+        "rounds": ROUNDS,
+        "n": n,
+        "out_of_support": out_of_support,
+        "eps": EPS,
+        "alpha": ALPHA,
+        "beta": BETA,
+        "seconds": round(elapsed, 1),
+    }
     try:
-        cert = assert_gof(counts, law.reshape(-1), eps=EPS, alpha=ALPHA, beta=BETA,
-                          label="joint (a, token) at element offsets > 2^31")
+        cert = assert_gof(
+            counts,
+            law.reshape(-1),
+            eps=EPS,
+            alpha=ALPHA,
+            beta=BETA,
+            label="joint (a, token) at element offsets > 2^31",
+        )
         result.update(passed=out_of_support == 0, p_value=cert.p_value)
     except AssertionError as err:
         result.update(passed=False, error=str(err)[:2000])
