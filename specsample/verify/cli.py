@@ -12,6 +12,7 @@ errors or when a requested sampler cannot be loaded.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -66,11 +67,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class _Progress:
-    def __init__(self, enabled: bool, desc: str):
+    """Reports each finished certificate: a bar on a terminal, otherwise one line per certificate
+    on stderr (CI logs), and, with --report, one JSON line per certificate appended to
+    REPORT/certificates.partial.jsonl as soon as it exists, so a run stopped by a timeout still
+    leaves every certificate it finished."""
+
+    def __init__(self, enabled: bool, desc: str, report_dir: str | None = None):
         self.bar = None
         self.enabled = enabled
         self.count = 0
-        if enabled and sys.stderr.isatty():  # a bar on a terminal; a line every 25 certificates in logs
+        self.t0 = time.perf_counter()
+        self.stream = None
+        if report_dir is not None:
+            os.makedirs(report_dir, exist_ok=True)
+            self.stream = open(os.path.join(report_dir, "certificates.partial.jsonl"), "w")  # noqa: SIM115
+        if enabled and sys.stderr.isatty():
             try:
                 from tqdm import tqdm
 
@@ -80,18 +91,24 @@ class _Progress:
 
     def __call__(self, rec) -> None:
         self.count += 1
+        elapsed = time.perf_counter() - self.t0
+        if self.stream is not None:
+            line = json.dumps(dict(rec.to_json(), elapsed_s=round(elapsed, 2)), default=str)
+            self.stream.write(line + "\n")
+            self.stream.flush()
         if self.bar is not None:
             self.bar.set_postfix_str(f"{rec.sampler}/{rec.case}/{rec.law}: {rec.status}"[:70])
             self.bar.update(1)
-        elif self.enabled and self.count % 25 == 0:
-            print(
-                f"  {self.count} certificates ({rec.sampler}/{rec.case}/{rec.law}: {rec.status})",
-                file=sys.stderr,
-            )
+        elif self.enabled:
+            print(f"  [{elapsed:7.1f} s] {self.count:4d} {rec.sampler}/{rec.case}/{rec.law}: {rec.status}",
+                  file=sys.stderr, flush=True)  # fmt: skip
 
     def close(self):
         if self.bar is not None:
             self.bar.close()
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
 
 
 def main(argv=None) -> int:
@@ -114,7 +131,7 @@ def main(argv=None) -> int:
     budget = get_budget(budget_name)
     command = "specsample " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     adapters = tuple(args.adapter) if args.adapter else ("reference", "specsample")
-    progress = _Progress(not args.no_progress, f"verify [{budget_name}, {device}]")
+    progress = _Progress(not args.no_progress, f"verify [{budget_name}, {device}]", args.report)
     t0 = time.perf_counter()
     try:
         run = runner.verify(

@@ -33,6 +33,13 @@ def test_reference_passes_and_writes_the_report(tmp_path):
     certs = json.loads((tmp_path / "certificates.json").read_text())["certificates"]
     assert certs and all(c["status"] in ("pass", "skip") for c in certs)
     assert "## Summary" in (tmp_path / "report.md").read_text()
+    # every certificate was also streamed as it finished (what a run stopped by a timeout keeps)
+    lines = (tmp_path / "certificates.partial.jsonl").read_text().splitlines()
+    streamed = [json.loads(line) for line in lines]
+    assert [(c["sampler"], c["case"], c["law"], c["status"]) for c in streamed] == [
+        (c["sampler"], c["case"], c["law"], c["status"]) for c in certs
+    ]
+    assert all(c["elapsed_s"] >= 0 for c in streamed)
 
 
 def test_failing_target_exits_1(tmp_path, capsys):
