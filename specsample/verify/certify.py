@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from specsample.reference.chain import chain_rejection_reference, chain_seeded_uniforms
+from specsample.reference.chain import chain_seeded_uniforms
+from specsample.reference.parallel import chain_rejection_reference_parallel
 from specsample.verify import stats_bridge as sb
 from specsample.verify.budgets import Budget
 from specsample.verify.cases import ChainCase
@@ -384,7 +385,9 @@ def certify_coupling(sampler: ChainSampler, case: ChainCase, budget: Budget, sal
     rows = u.shape[0]
     p, q, ids, n = _rows(case, rows)
     out = _call(sampler, case, p, ids, q, n, uniforms=u)
-    ref = chain_rejection_reference(p, ids, q, uniforms=u, num_draft_tokens=n, tol=_tol(sampler, case.vocab))
+    ref = chain_rejection_reference_parallel(
+        p, ids, q, uniforms=u, num_draft_tokens=n, tol=_tol(sampler, case.vocab)
+    )
     mism = _compare(out, ref)
     hard = mism & ~ref.ambiguous
     m = int(mism[:n_random].sum())
@@ -445,7 +448,9 @@ def certify_coupling_seeded(
     p, q, ids, n = _rows(case, rows)
     out = _call(sampler, case, p, ids, q, n, seeds=seeds, offsets=offsets)
     u = chain_seeded_uniforms(seeds, offsets, case.k)
-    ref = chain_rejection_reference(p, ids, q, uniforms=u, num_draft_tokens=n, tol=_tol(sampler, case.vocab))
+    ref = chain_rejection_reference_parallel(
+        p, ids, q, uniforms=u, num_draft_tokens=n, tol=_tol(sampler, case.vocab)
+    )
     mism = _compare(out, ref)
     hard = mism & ~ref.ambiguous
     m = int(mism.sum())

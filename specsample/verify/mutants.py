@@ -143,6 +143,7 @@ _ANCHORS = {
     "kernel_norm_sum_zero_last_token": "SGLang Triton kernel",
     "kernel_reused_coin": "SGLang before #7207",
     "kernel_bonus_wrong_position": "ragged layouts",
+    "kernel_arrival_counter_kept": "persistent counters (kernels/_arrivals.py)",
     "kernel_shared_column": "vLLM #47386",
     "kernel_offset_ignored": "FlashInfer (frozen randomness across CUDA-graph replays)",
     "kernel_offset_int32_overflow": "vLLM #46560",
@@ -192,8 +193,8 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "chain kernel: the bonus token is drawn from p[K] instead of p[n_b]",
         [
             (
-                r"p_off = rows\[:, None\] \* sp_b \+ a\[:, None\] \* sp_k",
-                "p_off = rows[:, None] * sp_b + tl.where(rejected, a, K)[:, None] * sp_k",
+                r"p_row = p_ptr \+ \(rows \* sp_b \+ a \* sp_k\)",
+                "p_row = p_ptr + (rows * sp_b + tl.where(rejected, a, K) * sp_k)",
             )
         ],
     ),
@@ -202,6 +203,13 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         _CHAIN,
         "chain kernel: every column reads Philox index 0 (shared draft/residual noise)",
         [(r"index = cols \+ rows \* 0", "index = cols * 0 + rows * 0")],
+    ),
+    (
+        "kernel_arrival_counter_kept",
+        _CHAIN,
+        "chain kernel: the last program does not reset its row block's arrival counter (the next call "
+        "never emits)",
+        [(r"tl\.atomic_xchg\(arrivals_ptr \+ pid_rows, 0\)", "tl.atomic_add(arrivals_ptr + pid_rows, 0)")],
     ),
     (
         "kernel_offset_ignored",
