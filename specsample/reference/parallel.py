@@ -32,20 +32,44 @@ def reference_workers() -> int:
 
 
 def _slice(a, start: int, stop: int):
-    return None if a is None else a[start:stop]
+    return a[start:stop] if isinstance(a, np.ndarray) else a
 
 
-def _chain_block(bounds):
+def _run_block(bounds):
     start, stop = bounds
-    j = _JOB
-    return chain_rejection_reference(
-        _slice(j["p"], start, stop),
-        _slice(j["x"], start, stop),
-        _slice(j["q"], start, stop),
-        uniforms=_slice(j["u"], start, stop),
-        num_draft_tokens=_slice(j["n"], start, stop),
-        tol=j["tol"],
+    fn, args, kwargs = _JOB["fn"], _JOB["args"], _JOB["kwargs"]
+    return fn(
+        *(_slice(a, start, stop) for a in args), **{k: _slice(v, start, stop) for k, v in kwargs.items()}
     )
+
+
+def _concat(parts):
+    first = parts[0]
+    if isinstance(first, np.ndarray):
+        return np.concatenate(parts)
+    fields = [_concat(list(field)) for field in zip(*parts, strict=True)]
+    return type(first)(*fields) if hasattr(first, "_fields") else type(first)(fields)
+
+
+def map_rows(fn, *args, rows: int, elements: int, workers: int | None = None, min_elements: int = 1 << 24,
+             **kwargs):  # fmt: skip
+    """fn(*args, **kwargs) computed on blocks of rows by `workers` forked processes and concatenated
+    along axis 0. Every numpy-array argument is sliced by rows (its axis 0 must be the row axis,
+    `rows` long); other arguments are passed whole. fn must return an array or a tuple / NamedTuple
+    of arrays whose axis 0 is the row axis. Serial below `min_elements` (the work, e.g. rows * V),
+    with one worker, or where `fork` is unavailable."""
+    workers = min(reference_workers() if workers is None else max(1, workers), max(rows, 1))
+    if workers <= 1 or elements < min_elements or "fork" not in multiprocessing.get_all_start_methods():
+        return fn(*args, **kwargs)
+    edges = np.linspace(0, rows, 4 * workers + 1).astype(int)  # 4 blocks per worker balance the load
+    bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+    _JOB.update(fn=fn, args=args, kwargs=kwargs)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_run_block, bounds)
+    finally:
+        _JOB.clear()
+    return _concat(parts)
 
 
 def chain_rejection_reference_parallel(
@@ -59,23 +83,11 @@ def chain_rejection_reference_parallel(
     workers: int | None = None,
     min_elements: int = 1 << 24,
 ) -> ChainReferenceResult:
-    """`chain_rejection_reference` on blocks of rows in `workers` forked processes; equal to the
-    serial call element for element. Runs serially below `min_elements` rows * V (a pool costs
-    ~0.1 s), with one worker, or where `fork` is unavailable."""
+    """`chain_rejection_reference` on blocks of rows in forked worker processes (map_rows); equal
+    to the serial call element for element."""
     batch = np.shape(draft_token_ids)[0]
-    vocab = np.shape(target_probs)[-1]
-    workers = reference_workers() if workers is None else max(1, workers)
-    workers = min(workers, batch)
-    serial = workers <= 1 or batch * vocab < min_elements
-    if serial or "fork" not in multiprocessing.get_all_start_methods():
-        return chain_rejection_reference(target_probs, draft_token_ids, draft_probs, uniforms=uniforms,
-                                          num_draft_tokens=num_draft_tokens, tol=tol)  # fmt: skip
-    edges = np.linspace(0, batch, 4 * workers + 1).astype(int)  # 4 blocks per worker balance the load
-    bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
-    _JOB.update(p=target_probs, x=draft_token_ids, q=draft_probs, u=uniforms, n=num_draft_tokens, tol=tol)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_chain_block, bounds)
-    finally:
-        _JOB.clear()
-    return ChainReferenceResult(*(np.concatenate(field) for field in zip(*parts, strict=True)))
+    return map_rows(
+        chain_rejection_reference, target_probs, draft_token_ids, draft_probs,
+        uniforms=uniforms, num_draft_tokens=num_draft_tokens, tol=tol,
+        rows=batch, elements=batch * np.shape(target_probs)[-1], workers=workers, min_elements=min_elements,
+    )  # fmt: skip
