@@ -131,22 +131,12 @@ def main(argv=None) -> int:
     budget = get_budget(budget_name)
     command = "specsample " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     adapters = tuple(args.adapter) if args.adapter else ("reference", "specsample")
-    # by default the numpy references are certified at `ci` size whatever the budget (their cost is
-    # CPU-bound: hours at the GPU budgets); `--adapter reference` certifies them at the budget asked
-    reference_budget = None
-    if not args.adapter and not args.target and budget_name != "ci":
-        reference_budget = get_budget("ci")
-        print(
-            f"specsample verify: float64 references at budget `ci`, kernels at `{budget_name}`",
-            file=sys.stderr,
-        )
     progress = _Progress(not args.no_progress, f"verify [{budget_name}, {device}]", args.report)
     t0 = time.perf_counter()
     try:
         run = runner.verify(
-            budget, adapters=adapters, target=args.target, device=device, only=args.only,
-            progress=progress, reference_budget=reference_budget,
-        )  # fmt: skip
+            budget, adapters=adapters, target=args.target, device=device, only=args.only, progress=progress
+        )
     except SamplerUnavailable as exc:
         progress.close()
         print(f"specsample verify: {exc}", file=sys.stderr)

@@ -173,7 +173,6 @@ def write_report(out_dir, run, *, mutants=None, baseline=None, calibration=None,
         json.dumps(
             {
                 "budget": run.budget,
-                "reference_budget": run.reference_budget or run.budget,
                 "device": run.device,
                 "seconds": run.seconds,
                 "unavailable": run.unavailable,
@@ -193,9 +192,6 @@ def write_report(out_dir, run, *, mutants=None, baseline=None, calibration=None,
         f"{run.seconds:.1f} s: "
         f"**{c['pass']} pass, {c['fail'] + c['error']} fail, {c['skip']} skipped**.",
         f"Statistics: `{st.__name__}`.",
-        f"The float64 references were certified at budget `{run.reference_budget}`."
-        if run.reference_budget and run.reference_budget != run.budget
-        else "",
         "",
     ]
     if run.unavailable:

@@ -181,7 +181,6 @@ class VerifyRun:
     records: list = field(default_factory=list)
     unavailable: list = field(default_factory=list)  # (sampler, reason)
     seconds: float = 0.0
-    reference_budget: str | None = None  # budget of the float64 references' certificates, if not `budget`
 
     @property
     def failed(self) -> list:
@@ -225,18 +224,13 @@ def verify(
     only=None,
     salt=0,
     progress: Callable | None = None,
-    reference_budget: Budget | None = None,
 ) -> VerifyRun:
-    """Certify every planned sampler at `budget`; the float64 references (samplers named
-    "reference") at `reference_budget` when given. The references run numpy on one CPU core, so at
-    GPU budgets (millions of rows, V = 151936) they would take hours; they are exact-law certified
-    at `ci` size, and the kernels are then coupled with them at the full budget."""
     t0 = time.perf_counter()
     plan, missing = plan_samplers(adapters, target, device)
-    run = VerifyRun(budget.name, device, unavailable=missing,
-                    reference_budget=None if reference_budget is None else reference_budget.name)  # fmt: skip
+    run = VerifyRun(budget.name, device, unavailable=missing)
     for family, sampler in plan:
-        b = reference_budget if (reference_budget is not None and sampler.name == "reference") else budget
-        run.records += certify_sampler_family(family, sampler, b, only=only, salt=salt, progress=progress)
+        run.records += certify_sampler_family(
+            family, sampler, budget, only=only, salt=salt, progress=progress
+        )
     run.seconds = time.perf_counter() - t0
     return run
