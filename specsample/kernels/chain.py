@@ -56,11 +56,19 @@ _INTERP_TILE_ELEMENTS = 1 << 20
 
 
 @triton.jit
-def _clean(values):
-    """clean(a) = a if a is finite and a > 0 else 0 (NaN compares False), widened to float64
-    (exactly) after the float32 compare."""
+def _clean32(values):
+    """clean(a) = a if a is finite and a > 0 else 0 (NaN compares False), in float32. Written as
+    a <= FLT_MAX rather than a < inf: LLVM turns a comparison with infinity into a floating-point
+    class test, which on sm_90 costs ~10 integer and select instructions per value instead of 3
+    (benchmarks/sass/chain_sass.py)."""
     v = values.to(tl.float32)
-    return tl.where((v > 0.0) & (v < float("inf")), v, 0.0).to(tl.float64)
+    return tl.where((v > 0.0) & (v <= 3.4028234663852886e38), v, 0.0)
+
+
+@triton.jit
+def _clean(values):
+    """_clean32, widened to float64 (exactly)."""
+    return _clean32(values).to(tl.float64)
 
 
 @triton.jit
@@ -102,11 +110,13 @@ def _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask, sp_b, sp_k,
     int64; `cols` may be int32 (the launcher checks that V * sp_v fits), so the per-element
     address arithmetic stays 32-bit."""
     p_row = p_ptr + (rows * sp_b + a * sp_k)
-    p_j = _clean(tl.load(p_row[:, None] + cols * sp_v, mask=mask, other=0.0))
+    p32 = _clean32(tl.load(p_row[:, None] + cols * sp_v, mask=mask, other=0.0))
+    p_j = p32.to(tl.float64)
     if HAS_DRAFT_PROBS:
         q_row = q_ptr + (rows * sq_b + tl.minimum(a, K - 1) * sq_k)  # read on rejected rows: a < n <= K
-        q_j = _clean(tl.load(q_row[:, None] + cols * sq_v, mask=mask & rejected[:, None], other=0.0))
-        r = tl.maximum(p_j - q_j, 0.0)
+        q32 = _clean32(tl.load(q_row[:, None] + cols * sq_v, mask=mask & rejected[:, None], other=0.0))
+        # max(0, p - q) with the comparison in float32 (exact) and the difference in float64 (exact)
+        r = tl.where(p32 > q32, p_j - q32.to(tl.float64), 0.0)
     else:
         r = tl.where(rejected[:, None] & (cols == x_j[:, None]), 0.0, p_j)
     return r, p_j
@@ -172,6 +182,38 @@ def _emit_rows(
 
 
 @triton.jit
+def _span_sums(p_row, q_row, start, lane, V, x_j, sp_v, sq_v, tiles,
+               BLOCK_V: tl.constexpr, NUM_STAGES: tl.constexpr,
+               MASKED: tl.constexpr, USE_Q: tl.constexpr, ZERO_XJ: tl.constexpr):  # fmt: skip
+    """(sum r, sum clean p) over `tiles` consecutive [1, BLOCK_V] tiles from column `start` of one row
+    (SPAN_SUMS, one row per program): per-lane float64 accumulators, one reduction at the end, no
+    mask unless MASKED (the span that holds column V - 1). r = max(0, p - q) (USE_Q), p with x_j
+    zeroed (ZERO_XJ), or p."""
+    acc_p = tl.zeros([1, BLOCK_V], dtype=tl.float64)
+    acc_r = tl.zeros([1, BLOCK_V], dtype=tl.float64)
+    for t in tl.range(0, tiles, num_stages=NUM_STAGES):  # runtime bound: not unrolled (registers)
+        cols = start + t * BLOCK_V + lane
+        if MASKED:
+            p32 = _clean32(tl.load(p_row + cols * sp_v, mask=cols < V, other=0.0))
+        else:
+            p32 = _clean32(tl.load(p_row + cols * sp_v))
+        p = p32.to(tl.float64)
+        acc_p += p
+        if USE_Q:
+            if MASKED:
+                q32 = _clean32(tl.load(q_row + cols * sq_v, mask=cols < V, other=0.0))
+            else:
+                q32 = _clean32(tl.load(q_row + cols * sq_v))
+            acc_r += tl.where(p32 > q32, p - q32.to(tl.float64), 0.0)  # max(0, p - q), exact
+        elif ZERO_XJ:
+            acc_r += tl.where(cols == x_j, 0.0, p)
+    sum_p = tl.sum(acc_p, axis=1)
+    if USE_Q or ZERO_XJ:
+        return tl.sum(acc_r, axis=1), sum_p
+    return sum_p, sum_p
+
+
+@triton.jit
 def _chain_kernel(
     p_ptr,  # [B, K+1, V] fp32/bf16/fp16, strides (sp_b, sp_k, sp_v), stride 0 allowed
     q_ptr,  # [B, K, V] fp32/bf16/fp16 (classic) or unused (one-hot)
@@ -180,7 +222,7 @@ def _chain_kernel(
     u_ptr,  # [B, K+1] fp32 uniforms (not SEEDED)
     seed_ptr,  # [B] int64 (SEEDED)
     offset_ptr,  # [B] int64 (SEEDED)
-    partial_ptr,  # [B, num_chunks, 2] fp64 scratch: (residual mass, clean-p mass) of each chunk
+    partial_ptr,  # [B, num_chunks, 2] fp64 scratch: (residual mass, clean-p mass) of each PART_V columns
     arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
     tokens_ptr,  # [B, K+1] int32 out, contiguous
     num_accepted_ptr,  # [B] int32 out
@@ -198,6 +240,8 @@ def _chain_kernel(
     CHUNKS_POW2: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     LANE_I64: tl.constexpr,
+    SPAN_SUMS: tl.constexpr,  # one partial per program (tiles_per_program chunks), BLOCK_ROWS == 1
+    PART_V: tl.constexpr,  # columns behind one partial: BLOCK_V * tiles_per_program (SPAN_SUMS) or BLOCK_V
 ):  # fmt: skip
     # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and u_i q(x_i) < p(x_i)
     #                                          (one-hot) u_i < p(x_i); a = first rejection (or n).
@@ -228,17 +272,50 @@ def _chain_kernel(
     lane = tl.arange(0, BLOCK_V)[None, :]
     if LANE_I64:
         lane = lane.to(tl.int64)
-    first = tl.program_id(1) * tiles_per_program  # int32: chunk * BLOCK_V < V + BLOCK_V < 2^31
-    for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
-        chunk = first + t
-        cols = chunk * BLOCK_V + lane
-        mask = row_ok[:, None] & (cols < V)
-        r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
-                                sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
-        part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
-        part_ok = row_ok & (rows * 0 + chunk < num_chunks)  # (a scalar mask term upsets the interpreter)
-        tl.store(part, tl.sum(r, axis=1), mask=part_ok)
-        tl.store(part + 1, tl.sum(p_j, axis=1), mask=part_ok)
+    if SPAN_SUMS:
+        # one row: row-uniform branches pick the loop (classic / one-hot / bonus, masked or not)
+        span = tl.program_id(1)
+        start = span * PART_V  # int32: < V + PART_V < 2^31
+        p_row = p_ptr + (rows * sp_b + a * sp_k)
+        q_row = q_ptr + (rows * sq_b + tl.minimum(a, K - 1) * sq_k)
+        rej = tl.max(rejected.to(tl.int32), axis=0) > 0
+        xj = tl.max(x_j, axis=0)
+        t = tiles_per_program
+        if start + PART_V <= V:  # MASKED, USE_Q, ZERO_XJ are the last three arguments
+            if HAS_DRAFT_PROBS and rej:
+                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
+                                      False, True, False)  # fmt: skip
+            elif rej:
+                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
+                                      False, False, True)  # fmt: skip
+            else:
+                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
+                                      False, False, False)  # fmt: skip
+        else:
+            if HAS_DRAFT_PROBS and rej:
+                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
+                                      True, True, False)  # fmt: skip
+            elif rej:
+                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
+                                      True, False, True)  # fmt: skip
+            else:
+                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
+                                      True, False, False)  # fmt: skip
+        part = partial_ptr + rows * (num_chunks * 2) + span * 2
+        tl.store(part, s_r, mask=row_ok)
+        tl.store(part + 1, s_p, mask=row_ok)
+    else:
+        first = tl.program_id(1) * tiles_per_program  # int32: chunk * BLOCK_V < V + BLOCK_V < 2^31
+        for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
+            chunk = first + t
+            cols = chunk * BLOCK_V + lane
+            mask = row_ok[:, None] & (cols < V)
+            r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
+                                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
+            part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
+            part_ok = row_ok & (rows * 0 + chunk < num_chunks)  # (a scalar mask term upsets the interpreter)
+            tl.store(part, tl.sum(r, axis=1), mask=part_ok)
+            tl.store(part + 1, tl.sum(p_j, axis=1), mask=part_ok)
 
     # release this program's partials; the last program of the row block reads them all (acquire)
     arrived = tl.atomic_add(arrivals_ptr + pid_rows, 1, sem="acq_rel")
@@ -246,7 +323,7 @@ def _chain_kernel(
         _emit_rows(p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr,
                    valid_ptr, rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks,
                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
-                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, CHUNKS_POW2)  # fmt: skip
+                   K, HAS_DRAFT_PROBS, SEEDED, PART_V, CHUNKS_POW2)  # fmt: skip
         tl.atomic_xchg(arrivals_ptr + pid_rows, 0)  # ready for the next call / graph replay
 
 
@@ -261,24 +338,31 @@ class _Config(NamedTuple):
     num_warps: int
     tiles: int  # chunks streamed by one program (a runtime loop)
     num_stages: int  # software-pipelining depth of that loop
+    span_sums: bool  # one partial per program over its `tiles` chunks (one row per program)
 
 
 def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps: int | None = None,
-                   tiles: int | None = None, num_stages: int | None = None) -> _Config:  # fmt: skip
+                   tiles: int | None = None, num_stages: int | None = None,
+                   span_sums: bool = False) -> _Config:  # fmt: skip
     """GPU: one row per program, chunks of 1024 tokens, 4 chunks per program with a 3-stage
     pipelined loop, or one chunk per program when the batch is too small to fill the GPU that way
     (H200 run 11, benchmarks/NOTES.md: 1.1-1.4x faster than one chunk per program at B >= 16, and
     latency-bound B = 1 prefers the widest split). Interpreter: a whole small vocabulary per tile,
-    many rows per tile, one program per row block. Any field can be overridden (tests, sweeps)."""
+    many rows per tile, one program per row block. Any field can be overridden (tests, sweeps).
+    `span_sums` (one row per program, per-lane accumulators, one partial per program, unmasked
+    full spans) is off until measured on the H200: benchmarks/NOTES.md has the offline SASS count."""
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
-        rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
-        return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1)
+        rows = 1 if span_sums else max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
+        whole_row = cdiv(vocab, bv)
+        tiles = tiles or (next_pow2(whole_row) if span_sums else whole_row)
+        return _Config(rows, bv, num_warps or 4, tiles, num_stages or 1, span_sums)
     bv = block_v or min(1024, max(128, vocab_pow2))
     if tiles is None:
         tiles = 4 if batch * cdiv(vocab, bv) >= _GPU_PROGRAMS_FOR_LOOP else 1
-    return _Config(1, bv, num_warps or (4 if bv <= 2048 else 8), tiles, num_stages or (3 if tiles > 1 else 1))
+    warps = num_warps or (4 if bv <= 2048 else 8)
+    return _Config(1, bv, warps, tiles, num_stages or (3 if tiles > 1 else 1), span_sums)
 
 
 def chain_rejection_sample(
@@ -367,7 +451,7 @@ def _validate_values(p, x, q, n, uniforms, vocab) -> None:
 def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
     """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages) replace
     the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests, and the H200
-    tuning sweep in ci/gpu/chain_gpu.py)."""
+    tuning sweep in ci/gpu/chain_gpu.py); `span_sums=True` selects the per-program-partial loop."""
     batch, k_plus_1, vocab = p.shape
     num_k = k_plus_1 - 1
     device = p.device
@@ -380,7 +464,16 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
         return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
 
     cfg = _launch_config(batch, vocab, **overrides)
-    num_chunks = cdiv(vocab, cfg.block_v)
+    if cfg.span_sums and cfg.tiles & (cfg.tiles - 1):
+        _fail(
+            ValueError,
+            "tiles",
+            "a power of two with span_sums (one partial spans BLOCK_V * tiles)",
+            cfg.tiles,
+        )
+    part_v = cfg.block_v * cfg.tiles if cfg.span_sums else cfg.block_v  # columns behind one partial
+    num_chunks = cdiv(vocab, part_v)
+    programs_per_row = num_chunks if cfg.span_sums else cdiv(num_chunks, cfg.tiles)
     row_blocks = cdiv(batch, cfg.block_rows)
     partials = torch.empty(batch, num_chunks, 2, dtype=torch.float64, device=device)
     arrivals = arrival_counters(device, row_blocks)
@@ -394,7 +487,7 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
     u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
     s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
-    _chain_kernel[(row_blocks, cdiv(num_chunks, cfg.tiles))](
+    _chain_kernel[(row_blocks, programs_per_row)](
         p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, partials, arrivals,
         tokens, num_accepted, fallback, valid,
         batch, vocab, num_chunks, cfg.tiles,
@@ -407,5 +500,6 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
         NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
         # int32 lane offsets unless a lane offset cols * stride can pass 2^31 (or forced: lane_i64)
         LANE_I64=lane_i64 or vocab * max(p.stride(2), sq[2]) >= 2**31,
+        SPAN_SUMS=cfg.span_sums, PART_V=part_v,
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))

@@ -167,7 +167,12 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "kernel_unclamped_residual",
         _CHAIN,
         "chain kernel: residual |p - q| instead of max(0, p - q)",
-        [(r"r = tl\.maximum\(p_j - q_j, 0\.0\)", "r = tl.abs(p_j - q_j)")],
+        [
+            (
+                r"r = tl\.where\(p32 > q32, p_j - q32\.to\(tl\.float64\), 0\.0\)",
+                "r = tl.abs(p_j - q32.to(tl.float64))",
+            )
+        ],
     ),
     (
         "kernel_norm_sum_zero_last_token",
@@ -193,8 +198,8 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "chain kernel: the bonus token is drawn from p[K] instead of p[n_b]",
         [
             (
-                r"p_row = p_ptr \+ \(rows \* sp_b \+ a \* sp_k\)",
-                "p_row = p_ptr + (rows * sp_b + tl.where(rejected, a, K) * sp_k)",
+                r"p_row = p_ptr \+ \(rows \* sp_b \+ a \* sp_k\)\n    p32 = ",
+                "p_row = p_ptr + (rows * sp_b + tl.where(rejected, a, K) * sp_k)\n    p32 = ",
             )
         ],
     ),
@@ -229,7 +234,7 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "chain kernel: NaN and +inf probabilities are not cleaned to zero mass",
         [
             (
-                r'return tl\.where\(\(v > 0\.0\) & \(v < float\("inf"\)\), v, 0\.0\)',
+                r"return tl\.where\(\(v > 0\.0\) & \(v <= 3\.4028234663852886e38\), v, 0\.0\)",
                 "return tl.where(v < 0.0, 0.0, v)",
             )
         ],

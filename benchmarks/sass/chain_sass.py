@@ -1,0 +1,120 @@
+"""Offline SASS of the chain kernel for sm_90 (H100/H200), no GPU needed: registers, shared memory and
+the instruction mix of the streaming loop, per element. A prediction tool for benchmarks/NOTES.md;
+every speed claim still comes from the H200.
+
+    python benchmarks/sass/chain_sass.py [--block-v 1024] [--warps 4] [--stages 3] [--flag NAME=VALUE ...]
+
+Compiles `_chain_kernel` with the local Triton (its PTX, then the ptxas bundled with Triton), with fp32
+p and q, unit vocabulary stride, K = 4, classic drafts. The H200 runs another Triton version (3.6), so
+the counts are indicative, not exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import inspect
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+os.environ.pop("TRITON_INTERPRET", None)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from specsample.kernels.chain import _chain_kernel  # noqa: E402
+
+PTR_TYPES = dict(p_ptr="*fp32", q_ptr="*fp32", x_ptr="*i64", n_ptr="*i64", u_ptr="*fp32", seed_ptr="*i64",
+                 offset_ptr="*i64", partial_ptr="*fp64", arrivals_ptr="*i32", tokens_ptr="*i32",
+                 num_accepted_ptr="*i32", fallback_ptr="*i8", valid_ptr="*i8")  # fmt: skip
+DIVISIBLE = ("sp_b", "sp_k", "sq_b", "sq_k", "V")  # what Triton's specialisation sees at V = 151936
+
+
+def bin_dir() -> str:
+    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+
+
+def compile_sass(block_v: int, warps: int, stages: int, tiles: int, span_sums: bool, flags: dict):
+    """(ptxas -v output, SASS text) of _chain_kernel for sm_90a."""
+    params = list(inspect.signature(_chain_kernel.fn).parameters)
+    const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
+                 KP1_POW2=8, CHUNKS_POW2=256, NUM_STAGES=stages, LANE_I64=False, sp_v=1, sq_v=1,
+                 SPAN_SUMS=span_sums, PART_V=block_v * tiles if span_sums else block_v)  # fmt: skip
+    const.update(flags)
+    sig = {p: "constexpr" if p in const else PTR_TYPES.get(p, "i32") for p in params}
+    attrs = {
+        (i,): [["tt.divisibility", 16]] for i, p in enumerate(params) if p in PTR_TYPES or p in DIVISIBLE
+    }
+    source = ASTSource(_chain_kernel, sig, const, attrs=attrs)
+    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps))
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
+        with open(ptx, "w") as f:
+            f.write(kernel.asm["ptx"])
+        ptxas = os.path.join(bin_dir(), "ptxas-blackwell")  # the PTX ISA of Triton >= 3.9 needs CUDA 13
+        if not os.path.exists(ptxas):
+            ptxas = os.path.join(bin_dir(), "ptxas")
+        info = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", cubin, ptx], capture_output=True, text=True,
+                              check=True).stderr  # fmt: skip
+        sass = subprocess.run([os.path.join(bin_dir(), "cuobjdump"), "-sass", cubin], capture_output=True,
+                              text=True, check=True).stdout  # fmt: skip
+    return info, sass
+
+
+INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*)[.\sA-Z0-9_]*?(?:\s|;)")
+
+
+def instructions(sass: str) -> list[tuple[int, str, str]]:
+    out = []
+    for line in sass.splitlines():
+        m = INSTR.search(line)
+        if m:
+            out.append((int(m.group(1), 16), m.group(2), line.strip()))
+    return out
+
+
+def loops(instrs) -> list[tuple[int, int]]:
+    """(start, end) addresses of backward branches: the loop bodies."""
+    found = []
+    for addr, op, line in instrs:
+        if op == "BRA":
+            target = re.search(r"BRA\s+(?:`?\(?\.?L?_?x?_?)?0x([0-9a-f]+)", line)
+            if target and int(target.group(1), 16) < addr:
+                found.append((int(target.group(1), 16), addr))
+    return found
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--block-v", type=int, default=1024)
+    ap.add_argument("--warps", type=int, default=4)
+    ap.add_argument("--stages", type=int, default=3)
+    ap.add_argument("--tiles", type=int, default=4, help="chunks per program (constexpr with --span-sums)")
+    ap.add_argument("--span-sums", action="store_true", help="the per-program-partial loop (SPAN_SUMS)")
+    ap.add_argument("--flag", action="append", default=[], help="constexpr NAME=INT override")
+    args = ap.parse_args()
+    flags = {k: int(v) for k, v in (f.split("=") for f in args.flag)}
+    info, sass = compile_sass(args.block_v, args.warps, args.stages, args.tiles, args.span_sums, flags)
+    regs = re.search(r"Used (\d+) registers", info)
+    instrs = instructions(sass)
+    print(f"block_v={args.block_v} warps={args.warps} stages={args.stages} tiles={args.tiles} "
+          f"span_sums={args.span_sums} flags={flags}")  # fmt: skip
+    print(f"registers/thread {regs.group(1) if regs else '?'}; SASS instructions {len(instrs)}")
+    per_thread = args.block_v / (32 * args.warps)
+    for start, end in loops(instrs):
+        body = [op for addr, op, _ in instrs if start <= addr <= end]
+        hist = collections.Counter(body)
+        per_element = len(body) / per_thread
+        print(f"loop 0x{start:x}-0x{end:x}: {len(body)} instructions per iteration = {per_element:.1f} per "
+              f"element per thread ({per_thread:g} elements of p and of q)")  # fmt: skip
+        print("   ", ", ".join(f"{op} {n}" for op, n in hist.most_common(14)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
