@@ -1,12 +1,14 @@
-"""Offline SASS of the chain kernel for sm_90 (H100/H200), no GPU needed: registers, shared memory and
-the instruction mix of the streaming loop, per element. A prediction tool for benchmarks/NOTES.md;
-every speed claim still comes from the H200.
+"""Offline SASS of our streaming kernels for sm_90 (H100/H200), no GPU needed: registers and the
+instruction mix of each loop, per element. A prediction tool for benchmarks/NOTES.md; every speed
+claim still comes from the H200.
 
-    python benchmarks/sass/chain_sass.py [--block-v 1024] [--warps 4] [--stages 3] [--flag NAME=VALUE ...]
+    python benchmarks/sass/kernel_sass.py chain [--block-v 1024] [--warps 4] [--stages 3] [--tiles 4]
+                                               [--span-sums] [--flag NAME=VALUE ...]
+    python benchmarks/sass/kernel_sass.py race [--block-v 2048] [--warps 4]
 
-Compiles `_chain_kernel` with the local Triton (its PTX, then the ptxas bundled with Triton), with fp32
-p and q, unit vocabulary stride, K = 4, classic drafts. The H200 runs another Triton version (3.6), so
-the counts are indicative, not exact.
+chain: `_chain_kernel`, fp32 p and q, unit vocabulary stride, K = 4, classic drafts. race:
+fast_sample's `_race_chunk_kernel`, fp32 probs, one sample. Compiled with the local Triton (its PTX,
+then the ptxas bundled with Triton); the H200 runs Triton 3.6, so the counts are indicative.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from specsample.kernels.chain import _chain_kernel  # noqa: E402
+from specsample.kernels.gumbel import _race_chunk_kernel  # noqa: E402
 
 PTR_TYPES = dict(p_ptr="*fp32", q_ptr="*fp32", x_ptr="*i64", n_ptr="*i64", u_ptr="*fp32", seed_ptr="*i64",
                  offset_ptr="*i64", partial_ptr="*fp64", arrivals_ptr="*i32", tokens_ptr="*i32",
@@ -39,18 +42,29 @@ def bin_dir() -> str:
     return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
 
-def compile_sass(block_v: int, warps: int, stages: int, tiles: int, span_sums: bool, flags: dict):
-    """(ptxas -v output, SASS text) of _chain_kernel for sm_90a."""
-    params = list(inspect.signature(_chain_kernel.fn).parameters)
-    const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
-                 KP1_POW2=8, CHUNKS_POW2=256, NUM_STAGES=stages, LANE_I64=False, sp_v=1, sq_v=1,
-                 SPAN_SUMS=span_sums, PART_V=block_v * tiles if span_sums else block_v)  # fmt: skip
+RACE_PTR_TYPES = dict(probs_ptr="*fp32", seeds_ptr="*i64", offsets_ptr="*i64", part_score_ptr="*fp32",
+                      part_index_ptr="*i32")  # fmt: skip
+
+
+def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles: int, span_sums: bool,
+                 flags: dict):  # fmt: skip
+    """(ptxas -v output, SASS text) of the kernel for sm_90a."""
+    if kernel_name == "chain":
+        fn, ptr_types, divisible = _chain_kernel, PTR_TYPES, DIVISIBLE
+        const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
+                     KP1_POW2=8, CHUNKS_POW2=256, NUM_STAGES=stages, LANE_I64=False, sp_v=1, sq_v=1,
+                     SPAN_SUMS=span_sums, PART_V=block_v * tiles if span_sums else block_v)  # fmt: skip
+    else:
+        fn, ptr_types, divisible = _race_chunk_kernel, RACE_PTR_TYPES, ("stride_b", "V")
+        const = dict(BLOCK_ROWS=1, BLOCK_V=block_v, NUM_SAMPLES=1, UNIT_STRIDE_V=True, FAST_LOG2=True,
+                     stride_v=1)  # fmt: skip
     const.update(flags)
-    sig = {p: "constexpr" if p in const else PTR_TYPES.get(p, "i32") for p in params}
+    params = list(inspect.signature(fn.fn).parameters)
+    sig = {p: "constexpr" if p in const else ptr_types.get(p, "i32") for p in params}
     attrs = {
-        (i,): [["tt.divisibility", 16]] for i, p in enumerate(params) if p in PTR_TYPES or p in DIVISIBLE
+        (i,): [["tt.divisibility", 16]] for i, p in enumerate(params) if p in ptr_types or p in divisible
     }
-    source = ASTSource(_chain_kernel, sig, const, attrs=attrs)
+    source = ASTSource(fn, sig, const, attrs=attrs)
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps))
     with tempfile.TemporaryDirectory() as tmp:
         ptx, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
@@ -91,7 +105,8 @@ def loops(instrs) -> list[tuple[int, int]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--block-v", type=int, default=1024)
+    ap.add_argument("kernel", choices=("chain", "race"))
+    ap.add_argument("--block-v", type=int, default=None, help="default 1024 (chain), 2048 (race)")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=3)
     ap.add_argument("--tiles", type=int, default=4, help="chunks per program (constexpr with --span-sums)")
@@ -99,10 +114,13 @@ def main() -> int:
     ap.add_argument("--flag", action="append", default=[], help="constexpr NAME=INT override")
     args = ap.parse_args()
     flags = {k: int(v) for k, v in (f.split("=") for f in args.flag)}
-    info, sass = compile_sass(args.block_v, args.warps, args.stages, args.tiles, args.span_sums, flags)
+    args.block_v = args.block_v or (1024 if args.kernel == "chain" else 2048)
+    info, sass = compile_sass(
+        args.kernel, args.block_v, args.warps, args.stages, args.tiles, args.span_sums, flags
+    )
     regs = re.search(r"Used (\d+) registers", info)
     instrs = instructions(sass)
-    print(f"block_v={args.block_v} warps={args.warps} stages={args.stages} tiles={args.tiles} "
+    print(f"{args.kernel}: block_v={args.block_v} warps={args.warps} stages={args.stages} tiles={args.tiles} "
           f"span_sums={args.span_sums} flags={flags}")  # fmt: skip
     print(f"registers/thread {regs.group(1) if regs else '?'}; SASS instructions {len(instrs)}")
     per_thread = args.block_v / (32 * args.warps)
@@ -111,7 +129,7 @@ def main() -> int:
         hist = collections.Counter(body)
         per_element = len(body) / per_thread
         print(f"loop 0x{start:x}-0x{end:x}: {len(body)} instructions per iteration = {per_element:.1f} per "
-              f"element per thread ({per_thread:g} elements of p and of q)")  # fmt: skip
+              f"element per thread ({per_thread:g} elements)")  # fmt: skip
         print("   ", ", ".join(f"{op} {n}" for op, n in hist.most_common(14)))
     return 0
 
