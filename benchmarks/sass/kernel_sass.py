@@ -31,6 +31,7 @@ from triton.compiler import ASTSource  # noqa: E402
 
 from specsample.kernels.chain import _chain_kernel  # noqa: E402
 from specsample.kernels.gumbel import _race_chunk_kernel  # noqa: E402
+from specsample.kernels.logits import _logits_race_kernel, _logits_stats_kernel  # noqa: E402
 
 PTR_TYPES = dict(p_ptr="*fp32", q_ptr="*fp32", x_ptr="*i64", n_ptr="*i64", u_ptr="*fp32", seed_ptr="*i64",
                  offset_ptr="*i64", partial_ptr="*fp64", arrivals_ptr="*i32", tokens_ptr="*i32",
@@ -46,6 +47,11 @@ RACE_PTR_TYPES = dict(probs_ptr="*fp32", seeds_ptr="*i64", offsets_ptr="*i64", p
                       part_index_ptr="*i32")  # fmt: skip
 
 
+LOGITS_PTR_TYPES = dict(x_ptr="*i64", n_ptr="*i64", seed_ptr="*i64", offset_ptr="*i64", targ_ptr="*i32",
+                        best_idx_ptr="*i32", arrivals_ptr="*i32", tokens_ptr="*i32", num_accepted_ptr="*i32",
+                        fallback_ptr="*i1", valid_ptr="*i1")  # fmt: skip
+
+
 def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles: int, span_sums: bool,
                  flags: dict):  # fmt: skip
     """(ptxas -v output, SASS text) of the kernel for sm_90a."""
@@ -54,10 +60,18 @@ def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles:
         const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
                      KP1_POW2=8, CHUNKS_POW2=256, NUM_STAGES=stages, LANE_I64=False, sp_v=1, sq_v=1,
                      SPAN_SUMS=span_sums, PART_V=block_v * tiles if span_sums else block_v)  # fmt: skip
-    else:
+    elif kernel_name == "race":
         fn, ptr_types, divisible = _race_chunk_kernel, RACE_PTR_TYPES, ("stride_b", "V")
         const = dict(BLOCK_ROWS=1, BLOCK_V=block_v, NUM_SAMPLES=1, UNIT_STRIDE_V=True, FAST_LOG2=True,
                      stride_v=1)  # fmt: skip
+    else:  # logits-stats / logits-race: classic drafts, K = 4, fp32 logits
+        fn = _logits_stats_kernel if kernel_name == "logits-stats" else _logits_race_kernel
+        ptr_types = {p: LOGITS_PTR_TYPES.get(p, "*fp32") for p in inspect.signature(fn.fn).parameters
+                     if p.endswith("_ptr")}  # fmt: skip
+        divisible = ("st_b", "st_k", "sd_b", "sd_k", "V")
+        const = dict(K=4, KP=8, HAS_DRAFT_LOGITS=True, RAGGED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
+                     TILES=tiles, st_v=1, sd_v=1)  # fmt: skip
+        const = {k: v for k, v in const.items() if k in inspect.signature(fn.fn).parameters}
     const.update(flags)
     params = list(inspect.signature(fn.fn).parameters)
     sig = {p: "constexpr" if p in const else ptr_types.get(p, "i32") for p in params}
@@ -105,7 +119,7 @@ def loops(instrs) -> list[tuple[int, int]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kernel", choices=("chain", "race"))
+    ap.add_argument("kernel", choices=("chain", "race", "logits-stats", "logits-race"))
     ap.add_argument("--block-v", type=int, default=None, help="default 1024 (chain), 2048 (race)")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=3)
@@ -114,7 +128,7 @@ def main() -> int:
     ap.add_argument("--flag", action="append", default=[], help="constexpr NAME=INT override")
     args = ap.parse_args()
     flags = {k: int(v) for k, v in (f.split("=") for f in args.flag)}
-    args.block_v = args.block_v or (1024 if args.kernel == "chain" else 2048)
+    args.block_v = args.block_v or {"chain": 1024, "race": 2048, "logits-stats": 2048}.get(args.kernel, 1024)
     info, sass = compile_sass(
         args.kernel, args.block_v, args.warps, args.stages, args.tiles, args.span_sums, flags
     )
