@@ -519,9 +519,11 @@ def perf(shape, bw, gen) -> None:
             check(row["meets_target"], f"perf {shape} fp32: {eager:.1f} us > target {TARGETS_US[shape]} us")
 
 
-SWEEP = [  # (block_v, num_warps, tiles, num_stages, lane_i64) around the defaults
-    (1024, 4, 1, 1, False), (1024, 4, 4, 3, False), (1024, 4, 4, 3, True), (1024, 4, 4, 2, False),
-    (1024, 4, 8, 3, False), (2048, 4, 4, 3, False), (2048, 4, 8, 3, False), (2048, 8, 4, 3, False),
+SWEEP = [  # (block_v, num_warps, tiles, num_stages, lane_i64, span_sums) around the defaults
+    (1024, 4, 1, 1, False, False), (1024, 4, 4, 3, False, False), (1024, 4, 4, 3, True, False),
+    (1024, 4, 8, 3, False, False), (2048, 4, 4, 3, False, False), (2048, 8, 4, 3, False, False),
+    (1024, 4, 4, 3, False, True), (1024, 4, 4, 1, False, True), (1024, 4, 8, 3, False, True),
+    (2048, 4, 4, 3, False, True), (1024, 8, 4, 3, False, True), (1024, 4, 2, 3, False, True),
 ]  # fmt: skip
 
 
@@ -532,9 +534,11 @@ def sweep(shape, gen) -> None:
     batch, num_k, vocab = shape
     p, x, q, u = perf_inputs(batch, num_k, vocab, torch.float32, gen)
     default = _launch_config(batch, vocab)
-    for block_v, warps, tiles, stages, lane_i64 in SWEEP:
+    for block_v, warps, tiles, stages, lane_i64, span_sums in SWEEP:
         cfg = dict(block_v=block_v, num_warps=warps, tiles=min(tiles, triton.cdiv(vocab, block_v)),
-                   num_stages=stages)  # fmt: skip
+                   num_stages=stages, span_sums=span_sums)  # fmt: skip
+        if span_sums and cfg["tiles"] & (cfg["tiles"] - 1):
+            continue
 
         def fn(c=cfg, w=lane_i64):
             return _launch(p, x, q, None, u, None, None, lane_i64=w, **c)
@@ -542,7 +546,7 @@ def sweep(shape, gen) -> None:
         us = graph_time(fn) * 1e3
         is_default = not lane_i64 and cfg == {k: getattr(default, k) for k in cfg}
         RESULTS["sweep"].append(dict(shape=shape, **cfg, lane_i64=lane_i64, graph_us=us, default=is_default))
-    keys = ("graph_us", "block_v", "num_warps", "tiles", "num_stages", "lane_i64")
+    keys = ("graph_us", "block_v", "num_warps", "tiles", "num_stages", "lane_i64", "span_sums")
     mine = sorted(tuple(r[k] for k in keys) for r in RESULTS["sweep"] if r["shape"] == shape)
     best = [(round(m[0], 1), *m[1:]) for m in mine[:5]]
     print("sweep", shape, "default", default, "best", keys, best, flush=True)
