@@ -222,6 +222,24 @@ def _span_sums(p_row, q_row, start, lane, V, x_j, sp_v, sq_v, tiles,
 
 
 @triton.jit
+def _row_span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, tiles, rejected,
+                   BLOCK_V: tl.constexpr, NUM_STAGES: tl.constexpr, MASKED: tl.constexpr,
+                   HAS_DRAFT_PROBS: tl.constexpr):  # fmt: skip
+    """_span_sums for one row, the loop chosen by the row-uniform `rejected`: max(0, p - q) for
+    classic drafts, p with x_j zeroed for one-hot drafts, p alone for bonus rows (q never read)."""
+    if HAS_DRAFT_PROBS and rejected:
+        s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, tiles, BLOCK_V, NUM_STAGES,
+                              MASKED, True, False)  # fmt: skip
+    elif rejected:
+        s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, tiles, BLOCK_V, NUM_STAGES,
+                              MASKED, False, True)  # fmt: skip
+    else:
+        s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, tiles, BLOCK_V, NUM_STAGES,
+                              MASKED, False, False)  # fmt: skip
+    return s_r, s_p
+
+
+@triton.jit
 def _chain_kernel(
     p_ptr,  # [B, K+1, V] fp32/bf16/fp16, strides (sp_b, sp_k, sp_v), stride 0 allowed
     q_ptr,  # [B, K, V] fp32/bf16/fp16 (classic) or unused (one-hot)
@@ -281,7 +299,7 @@ def _chain_kernel(
     if LANE_I64:
         lane = lane.to(tl.int64)
     if SPAN_SUMS:
-        # one row: row-uniform branches pick the loop (classic / one-hot / bonus, masked or not)
+        # one row: row-uniform branches pick the loop (masked or not; classic / one-hot / bonus)
         span = tl.program_id(1)
         start = span * PART_V  # int32: < V + PART_V < 2^31
         p_row = p_ptr + (rows * sp_b + a * sp_k)
@@ -289,26 +307,12 @@ def _chain_kernel(
         rej = tl.max(rejected.to(tl.int32), axis=0) > 0
         xj = tl.max(x_j, axis=0)
         t = tiles_per_program
-        if start + PART_V <= V:  # MASKED, USE_Q, ZERO_XJ are the last three arguments
-            if HAS_DRAFT_PROBS and rej:
-                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
-                                      False, True, False)  # fmt: skip
-            elif rej:
-                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
-                                      False, False, True)  # fmt: skip
-            else:
-                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
-                                      False, False, False)  # fmt: skip
-        else:
-            if HAS_DRAFT_PROBS and rej:
-                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
-                                      True, True, False)  # fmt: skip
-            elif rej:
-                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
-                                      True, False, True)  # fmt: skip
-            else:
-                s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, BLOCK_V, NUM_STAGES,
-                                      True, False, False)  # fmt: skip
+        if start + PART_V <= V:
+            s_r, s_p = _row_span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, rej,
+                                      BLOCK_V, NUM_STAGES, False, HAS_DRAFT_PROBS)  # fmt: skip
+        else:  # the span that holds column V - 1
+            s_r, s_p = _row_span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, rej,
+                                      BLOCK_V, NUM_STAGES, True, HAS_DRAFT_PROBS)  # fmt: skip
         part = partial_ptr + rows * (num_chunks * 2) + span * 2
         tl.store(part, s_r, mask=row_ok)
         tl.store(part + 1, s_p, mask=row_ok)
