@@ -67,3 +67,16 @@ def test_chunking_leaves_tokens_unchanged():
     differ = row_mismatch(chunked, ref) | row_mismatch(whole, ref)
     assert not np.any(differ & ~ref.ambiguous), f"chunking changed tokens on {np.flatnonzero(differ)[:5]}"
     assert np.array_equal(whole[0][~ref.ambiguous], chunked[0][~ref.ambiguous])
+
+
+@pytest.mark.parametrize("classic", [True, False], ids=["classic", "onehot"])
+def test_lane_stats_couple_with_reference(classic):
+    """The opt-in per-lane statistics pass (lane_stats) with chunks of 4 tiles x 16 columns, so every
+    lane sees 4 columns (new lane maxima, ties, -inf, NaN and greedy rows included): no output
+    differs from the float64 reference outside its ambiguous rows. n = 1500 requests, K = 2, V = 100."""
+    seed = current_test_seed()
+    case = make_batch(seed, 1500, 2, 100, classic=classic)
+    lane_cfg = {"stats_block": 16, "stats_tiles": 4, "race_block": 32, "race_tiles": 1, "lane_stats": True}
+    got, ref = run_both(case, config=lane_cfg)
+    differ = row_mismatch(got, ref)
+    assert not np.any(differ & ~ref.ambiguous), f"lane_stats changed tokens on {np.flatnonzero(differ)[:5]}"
