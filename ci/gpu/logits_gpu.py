@@ -43,8 +43,9 @@ SWEEP = [
     # one launch: ticketed stats/race tasks, the race of request r - lag after the stats of request r
     {"fused": True, "lag": 16, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
     {"fused": True, "lag": 48, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
+    {"lane_stats": True},  # two launches, per-lane statistics in the stats pass (benchmarks/NOTES.md)
 ]
-SWEEP_NAMES = "two-launch/fused-lag16/fused-lag48"
+SWEEP_NAMES = "two-launch/fused-lag16/fused-lag48/lane-stats"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -238,6 +239,7 @@ def main() -> int:
         lambda: coupling(32, 8, 151936, "fp32", True, gen),
         lambda: coupling(128, 4, 32000, "bf16", True, gen, SWEEP[1]),
         lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[2]),
+        lambda: coupling(128, 4, 151936, "fp32", True, gen, SWEEP[3]),
         lambda: graph_check(gen),
         lambda: graph_check(gen, SWEEP[1]),
     ]
