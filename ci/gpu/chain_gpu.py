@@ -117,9 +117,10 @@ def _reference_job(job):
     return ref.tokens, ref.num_accepted, ref.fallback, ref.valid, ref.ambiguous
 
 
-def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator) -> None:
+def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator, span_sums: bool = False) -> None:
     """`groups` target/draft pairs (even groups classic, odd one-hot), each broadcast to `rows`
-    requests with their own drafts (drawn from q), uniforms and ragged counts."""
+    requests with their own drafts (drawn from q), uniforms and ragged counts; `span_sums` runs the
+    opt-in one-partial-per-program loop instead of the default launch."""
     t0 = time.time()
     jobs, kernel_out = [], []
     tol = coupling_tol(rows, vocab)
@@ -131,7 +132,10 @@ def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator) -> None:
         u = torch.rand(rows, K + 1, generator=gen, device=DEV)
         p_b = p[None].expand(rows, K + 1, vocab)
         q_b = q[None].expand(rows, K, vocab) if classic else None
-        res = chain_rejection_sample(p_b, x, q_b, num_draft_tokens=n, uniforms=u)
+        if span_sums:
+            res = _launch(p_b, x, q_b, n, u, None, None, span_sums=True)
+        else:
+            res = chain_rejection_sample(p_b, x, q_b, num_draft_tokens=n, uniforms=u)
         kernel_out.append(tuple(t.cpu().numpy() for t in res))
         jobs.append(
             (
@@ -160,6 +164,7 @@ def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator) -> None:
     cert = tv_ucb_from_coupling(mismatches, n_rows, 1e-6, label=f"chain V={vocab}")
     row = dict(
         vocab=vocab,
+        span_sums=span_sums,
         rows=n_rows,
         mismatches=mismatches,
         unambiguous_mismatches=unambiguous,
@@ -570,6 +575,13 @@ def main() -> int:
     )
     gen = torch.Generator(device=DEV).manual_seed(20261129)
     steps = [(f"coupling {v}", lambda v=v: coupling(v, COUPLING_GROUPS, COUPLING_ROWS, gen)) for v in VOCABS]
+    steps += [
+        (
+            f"coupling span_sums {v}",
+            lambda v=v: coupling(v, COUPLING_GROUPS, COUPLING_ROWS, gen, span_sums=True),
+        )
+        for v in VOCABS
+    ]
     steps.append(("drawn-law closed form", check_drawn_law))
     if not SMOKE:
         steps.append(("int64", lambda: int64_offsets(gen)))
@@ -622,9 +634,11 @@ def main() -> int:
             f"{r['speedup_vs_torch']:8.1f} {'ok' if r['meets_target'] else 'MISS':>7}"
         )
     for r in RESULTS["coupling"]:
+        variant = " span_sums" if r.get("span_sums") else ""
         print(
-            f"coupling V={r['vocab']}: {r['mismatches']}/{r['rows']} differ ({r['unambiguous_mismatches']} "
-            f"unambiguous, {r['ambiguous']} ambiguous), TV <= {r['tv_ucb']:.2e} @ 1-1e-6"
+            f"coupling{variant} V={r['vocab']}: {r['mismatches']}/{r['rows']} differ "
+            f"({r['unambiguous_mismatches']} unambiguous, {r['ambiguous']} ambiguous), "
+            f"TV <= {r['tv_ucb']:.2e} @ 1-1e-6"
         )
     for r in RESULTS["laws"]:
         print(
