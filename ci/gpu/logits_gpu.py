@@ -44,8 +44,10 @@ SWEEP = [
     {"fused": True, "lag": 16, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
     {"fused": True, "lag": 48, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
     {"lane_stats": True},  # two launches, per-lane statistics in the stats pass (benchmarks/NOTES.md)
+    {"fast_log": True},  # hardware log2 and one logarithm per token in the race pass
+    {"lane_stats": True, "fast_log": True},
 ]
-SWEEP_NAMES = "two-launch/fused-lag16/fused-lag48/lane-stats"
+SWEEP_NAMES = "two-launch/fused-lag16/fused-lag48/lane-stats/fast-log/lane-stats+fast-log"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -240,6 +242,8 @@ def main() -> int:
         lambda: coupling(128, 4, 32000, "bf16", True, gen, SWEEP[1]),
         lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[2]),
         lambda: coupling(128, 4, 151936, "fp32", True, gen, SWEEP[3]),
+        lambda: coupling(256, 4, 32000, "bf16", True, gen, SWEEP[5]),
+        lambda: coupling(32, 8, 151936, "fp32", True, gen, SWEEP[5]),
         lambda: graph_check(gen),
         lambda: graph_check(gen, SWEEP[1]),
     ]

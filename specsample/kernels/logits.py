@@ -47,6 +47,7 @@ import functools
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import libdevice
 
 from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
@@ -70,6 +71,7 @@ MAX_TEMPERATURE = 2.0**100  # 1/T is a normal float32 (neither inf nor flushed t
 
 _LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 _LN2: tl.constexpr = tl.constexpr(0.6931471805599453)
+_HW_LOG: tl.constexpr = tl.constexpr(not interpreting())  # lg2.approx exists on the GPU only
 _NEG_INF: tl.constexpr = tl.constexpr(float("-inf"))
 _INF: tl.constexpr = tl.constexpr(float("inf"))
 _MIN_T: tl.constexpr = tl.constexpr(MIN_TEMPERATURE)
@@ -105,14 +107,27 @@ def _row_params(b, b_ok, temp_ptr, s_temp, n_ptr, sn_b, K: tl.constexpr, RAGGED:
 
 
 @triton.jit
-def _log_exponential_from_word(word):
+def _ln(x, FAST_LOG: tl.constexpr):
+    """Natural log: with FAST_LOG on a GPU the hardware's approximate log2 (lg2.approx, absolute
+    error ~2^-22) times ln 2, else the correctly rounded software log (~20 instructions on sm_90;
+    the interpreter, which has no lg2.approx, always takes it)."""
+    if FAST_LOG and _HW_LOG:
+        return libdevice.fast_log2f(x) * _LN2
+    return tl.log(x)
+
+
+@triton.jit
+def _log_exponential_from_word(word, FAST_LOG: tl.constexpr = False):
     """log E for E = -log(1 - t), t = (word + 1/2) 2^-32 (reference.philox.exponential_from_word),
     with absolute error ~1e-7 whatever the accuracy of log near 1 on the device:
     t < 1/2: -log(1 - t) = 2 atanh(s), s = t / (2 - t) <= 1/3, by its odd series (s^17 term < 1e-9);
     t >= 1/2: 1 - t = (w' + 1/2) 2^-32 exactly, w' = 2^32 - 1 - word, and E = -log(1 - t) >= log 2."""
     low = word < 0x80000000
     t = (word.to(tl.float32) + 0.5) * 2.3283064365386963e-10
-    s = t / (2.0 - t)
+    if FAST_LOG:
+        s = tl.fdiv(t, 2.0 - t)  # approximate division (2 instructions instead of ~10)
+    else:
+        s = t / (2.0 - t)
     s2 = s * s
     series = 1.0 / 17.0
     series = series * s2 + 1.0 / 15.0
@@ -125,12 +140,12 @@ def _log_exponential_from_word(word):
     series = series * s2 + 1.0
     e_low = 2.0 * s * series
     rest = ((0xFFFFFFFF - word).to(tl.float32) + 0.5) * 2.3283064365386963e-10
-    e_high = -tl.log(tl.where(low, 0.5, rest))
-    return tl.log(tl.where(low, e_low, e_high))
+    e_high = -_ln(tl.where(low, 0.5, rest), FAST_LOG)
+    return _ln(tl.where(low, e_low, e_high), FAST_LOG)
 
 
 @triton.jit
-def _log1mexp(x):
+def _log1mexp(x, FAST_LOG: tl.constexpr = False):
     """log(1 - e^x) for x < 0 (-inf at x = 0): near 0 as log(-x) + log(expm1(x) / x) with the
     Taylor series of expm1(x) / x (|x| < ln 2, 10 terms); elsewhere log(1 - e^x), 1 - e^x >= 1/2."""
     h = 1.0 / 39916800.0
@@ -145,11 +160,14 @@ def _log1mexp(x):
     h = h * x + 0.5
     h = h * x + 1.0
     near = x > -_LN2
+    if FAST_LOG:  # one (hardware) logarithm: log(-expm1(x)) = log(-x h) near 0, log(1 - e^x) elsewhere
+        return _ln(tl.where(near, -x * h, 1.0 - tl.exp(tl.where(near, -1.0, x))), True)
     return tl.where(near, tl.log(-x) + tl.log(h), tl.log(1.0 - tl.exp(tl.where(near, -1.0, x))))
 
 
 @triton.jit
-def _race_log_noise(seed, offset, position, first_col, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr):
+def _race_log_noise(seed, offset, position, first_col, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr,
+                    FAST_LOG: tl.constexpr = False):  # fmt: skip
     """[BLOCK_ROWS, BLOCK_V] log E for tokens first_col + lane (first_col a multiple of 4): one Philox
     call per group of four tokens, the four words interleaved so that token v gets word v % 4."""
     groups = (first_col // 4)[:, None] + tl.arange(0, BLOCK_V // 4).to(tl.int64)[None, :]
@@ -158,7 +176,7 @@ def _race_log_noise(seed, offset, position, first_col, BLOCK_ROWS: tl.constexpr,
                                   STREAM_LOGITS_RESIDUAL, position[:, None] + zero)  # fmt: skip
     words = tl.join(tl.join(w0, w2), tl.join(w1, w3))  # [R, G, 2, 2]: [g, a, c] = word 2a + c
     words = tl.reshape(words, (BLOCK_ROWS, BLOCK_V))
-    return _log_exponential_from_word(words)
+    return _log_exponential_from_word(words, FAST_LOG)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -355,6 +373,7 @@ def _race_block(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
+    FAST_LOG: tl.constexpr = False,
 ):  # fmt: skip
     # log p_i(v) = (l_iv - M_i) / T - log S_i   (log q_i likewise from the draft statistics)
     # accept x_i (i < n, 0 <= x_i < V):  classic  d_i(x_i) finite and u_i < p_i(x_i) / q_i(x_i)
@@ -421,7 +440,7 @@ def _race_block(
             l = _clean_logits(tl.load(t_ptr + (req * st_b + j * st_k)[:, None] + cols * st_v, mask=live,
                                       other=float("-inf")))  # fmt: skip
             lp = _log_prob(l, m_j[:, None], log_s_j[:, None], inv_t[:, None])
-            log_e = _race_log_noise(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V)
+            log_e = _race_log_noise(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V, FAST_LOG)
             score_p = lp - log_e
             if HAS_DRAFT_LOGITS:
                 d_row = req * sd_b + tl.minimum(j, K - 1) * sd_k
@@ -429,7 +448,7 @@ def _race_block(
                                            mask=live & use_q[:, None], other=float("-inf")))  # fmt: skip
                 lq = _log_prob(dl, m_dj[:, None], log_sd_j[:, None], inv_t[:, None])
                 gap = tl.where(lp > lq, lq - lp, -1.0)
-                log_r = tl.where(lp > lq, lp + _log1mexp(gap), _NEG_INF)
+                log_r = tl.where(lp > lq, lp + _log1mexp(gap, FAST_LOG), _NEG_INF)
                 score_r = tl.where(use_q[:, None], log_r - log_e, score_p)
             else:
                 score_r = tl.where(cols == x_j[:, None], _NEG_INF, score_p)
@@ -512,13 +531,14 @@ def _logits_race_kernel(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
+    FAST_LOG: tl.constexpr,
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each.
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr,
                 offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr,
                 arrivals_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, B, V, NC1, NC2,
                 st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
-                K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
+                K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, FAST_LOG)  # fmt: skip
 
 
 @triton.jit
@@ -603,7 +623,16 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
             "race_rows": max(1, min(rows_cap, next_pow2(batch))),
             "stats_warps": 4, "race_warps": 4,
         }  # fmt: skip
-        cfg.update({"fused": False, "lag": 4, "fused_warps": 4, "max_spin": 1 << 10, "lane_stats": False})
+        cfg.update(
+            {
+                "fused": False,
+                "lag": 4,
+                "fused_warps": 4,
+                "max_spin": 1 << 10,
+                "lane_stats": False,
+                "fast_log": False,
+            }
+        )
     else:
         stats_block = max(128, min(2048, vocab_pow2))
         race_block = max(128, min(1024, vocab_pow2))
@@ -612,9 +641,18 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
             "race_block": race_block, "race_tiles": max(1, min(4, cdiv(vocab, race_block))),
             "stats_rows": 1, "race_rows": 1, "stats_warps": 8, "race_warps": 4,
         }  # fmt: skip
-        # lane_stats: per-lane online statistics in the stats pass (offline SASS: 43.8 -> 36.1 instructions
-        # per target + draft element, no barrier per tile; benchmarks/NOTES.md); off until measured
-        cfg.update({"fused": False, "lag": 16, "fused_warps": 8, "max_spin": 1 << 20, "lane_stats": False})
+        # lane_stats: per-lane online statistics in the stats pass; fast_log: the hardware log2 in the
+        # race pass (offline SASS in benchmarks/NOTES.md); both off until measured on the H200
+        cfg.update(
+            {
+                "fused": False,
+                "lag": 16,
+                "fused_warps": 8,
+                "max_spin": 1 << 20,
+                "lane_stats": False,
+                "fast_log": False,
+            }
+        )
     cfg.update(overrides or {})
     if cfg["fused"]:  # one request row per program in the single-launch schedule
         cfg["stats_rows"] = cfg["race_rows"] = 1
@@ -729,6 +767,7 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
         batch, vocab, nc1, nc2, *st, *sd, *sx, temperature.stride(0), sn, seeds.stride(0), offsets.stride(0),
         K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
         BLOCK_ROWS=cfg["race_rows"], BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
+        FAST_LOG=cfg["fast_log"],
         num_warps=cfg["race_warps"],
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback, valid)
