@@ -28,6 +28,7 @@ hundreds of rows as [BLOCK_ROWS, BLOCK_V] tiles.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import torch
@@ -460,22 +461,19 @@ def _validate_values(p, x, q, n, uniforms, vocab) -> None:
             _fail(ValueError, "uniforms", "values in [0, 1)", f"{int(bad.sum())} outside")
 
 
-def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
-    """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages) replace
-    the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests, and the H200
-    tuning sweep in ci/gpu/chain_gpu.py); `span_sums=True` selects the per-program-partial loop."""
-    batch, k_plus_1, vocab = p.shape
-    num_k = k_plus_1 - 1
-    device = p.device
-    tokens = torch.empty(batch, k_plus_1, dtype=torch.int32, device=device)
-    num_accepted = torch.empty(batch, dtype=torch.int32, device=device)
-    # flags are stored as int8 and viewed as bool (no bool pointers in the kernels)
-    fallback = torch.empty(batch, dtype=torch.int8, device=device)
-    valid = torch.empty(batch, dtype=torch.int8, device=device)
-    if batch == 0:
-        return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
+class _Plan(NamedTuple):
+    grid: tuple  # (row blocks, programs per row block)
+    num_chunks: int  # partials per row
+    tiles: int  # chunks per program (runtime argument)
+    meta: dict  # constexpr arguments and num_warps (read-only: shared by every call with this key)
 
-    cfg = _launch_config(batch, vocab, **overrides)
+
+@functools.lru_cache(maxsize=512)
+def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seeded: bool, wide_lanes: bool,
+          overrides: tuple) -> _Plan:  # fmt: skip
+    """Everything of a launch that depends only on metadata, computed once per distinct call shape
+    (the launcher's Python is part of every eager call's latency)."""
+    cfg = _launch_config(batch, vocab, **dict(overrides))
     if cfg.span_sums and cfg.tiles & (cfg.tiles - 1):
         _fail(
             ValueError,
@@ -486,32 +484,51 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     part_v = cfg.block_v * cfg.tiles if cfg.span_sums else cfg.block_v  # columns behind one partial
     num_chunks = cdiv(vocab, part_v)
     programs_per_row = num_chunks if cfg.span_sums else cdiv(num_chunks, cfg.tiles)
-    row_blocks = cdiv(batch, cfg.block_rows)
-    partials = torch.empty(batch, num_chunks, 2, dtype=torch.float64, device=device)
-    arrivals = arrival_counters(device, row_blocks)
-
-    seeded = seeds is not None
-    has_q = q is not None
-    # K == 0: an empty ids tensor may have no storage; the kernel masks every read of this stand-in
-    x_arg = x if x.numel() else torch.full((1, 1), -1, dtype=torch.int32, device=device)
-    q_arg = q if has_q and q.numel() else p
-    sq = q.stride() if has_q else (0, 0, 0)
-    n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
-    u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
-    s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
-    _chain_kernel[(row_blocks, programs_per_row)](
-        p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, partials, arrivals,
-        tokens, num_accepted, fallback, valid,
-        batch, vocab, num_chunks, cfg.tiles,
-        *p.stride(), *sq, *x.stride(), sn, *su, ss, so,
-        K=num_k, HAS_DRAFT_PROBS=has_q, RAGGED=n is not None, SEEDED=seeded,
+    meta = dict(
+        K=k_plus_1 - 1, HAS_DRAFT_PROBS=has_q, RAGGED=ragged, SEEDED=seeded,
         BLOCK_ROWS=cfg.block_rows, BLOCK_V=cfg.block_v, KP1_POW2=next_pow2(k_plus_1),
         # >= 16 lanes: Triton 3.6 fails to lower a scan over a [1, 1] tile (ScanOpToLLVM assertion,
         # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
         CHUNKS_POW2=max(16, next_pow2(num_chunks)),
         NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
-        # int32 lane offsets unless a lane offset cols * stride can pass 2^31 (or forced: lane_i64)
-        LANE_I64=lane_i64 or vocab * max(p.stride(2), sq[2]) >= 2**31,
-        SPAN_SUMS=cfg.span_sums, PART_V=part_v,
+        LANE_I64=wide_lanes, SPAN_SUMS=cfg.span_sums, PART_V=part_v,
+    )  # fmt: skip
+    return _Plan((cdiv(batch, cfg.block_rows), programs_per_row), num_chunks, cfg.tiles, meta)
+
+
+def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
+    """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages) replace
+    the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests, and the H200
+    tuning sweep in ci/gpu/chain_gpu.py); `span_sums=True` selects the per-program-partial loop."""
+    batch, k_plus_1, vocab = p.shape
+    device = p.device
+    tokens = torch.empty(batch, k_plus_1, dtype=torch.int32, device=device)
+    num_accepted = torch.empty(batch, dtype=torch.int32, device=device)
+    # flags are stored as int8 and viewed as bool (no bool pointers in the kernels)
+    fallback = torch.empty(batch, dtype=torch.int8, device=device)
+    valid = torch.empty(batch, dtype=torch.int8, device=device)
+    if batch == 0:
+        return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
+
+    seeded = seeds is not None
+    has_q = q is not None
+    sq = q.stride() if has_q else (0, 0, 0)
+    # int32 lane offsets unless a lane offset cols * stride can pass 2^31 (or forced: lane_i64)
+    wide = lane_i64 or vocab * max(p.stride(2), sq[2]) >= 2**31
+    plan = _plan(batch, k_plus_1, vocab, has_q, n is not None, seeded, wide, tuple(sorted(overrides.items())))
+    partials = torch.empty(batch, plan.num_chunks, 2, dtype=torch.float64, device=device)
+    arrivals = arrival_counters(device, plan.grid[0])
+
+    # K == 0: an empty ids tensor may have no storage; the kernel masks every read of this stand-in
+    x_arg = x if x.numel() else torch.full((1, 1), -1, dtype=torch.int32, device=device)
+    q_arg = q if has_q and q.numel() else p
+    n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
+    u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
+    s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
+    _chain_kernel[plan.grid](
+        p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, partials, arrivals,
+        tokens, num_accepted, fallback, valid,
+        batch, vocab, plan.num_chunks, plan.tiles,
+        *p.stride(), *sq, *x.stride(), sn, *su, ss, so, **plan.meta,
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
