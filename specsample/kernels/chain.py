@@ -13,11 +13,17 @@ float64 twin. One launch, no host synchronisation, no data-dependent shapes (CUD
    where u_K * total falls by a prefix sum over chunk sums, re-reads that single chunk, scans it,
    writes tokens / num_accepted / fallback / valid and resets the counter (kernels/_arrivals.py).
 
-Arithmetic: inputs are widened to float64 before anything is compared or summed. The acceptance
-test u q(x) < p(x) is then exact (a product of two 24-bit mantissas fits in 53 bits), p - q is
-exact to 2^-53, and the sums behind the inverse CDF carry relative errors of order 2^-53 instead of
-2^-24: with float32 sums the token would flip on about V 2^-25 of all rows (~0.5% at V = 151936),
-with float64 on ~V 2^-54. The kernels stay memory-bound (a handful of float64 ops per element read).
+`span_sums` (opt-in, `_launch(..., span_sums=True)`, off until measured on the H200) writes one
+partial per program instead of one per chunk: per-lane float64 accumulators over the program's
+chunks, unmasked loops for spans inside the row, and row-uniform branches so bonus rows never touch
+q; the emit then re-reads that span in BLOCK_V tiles.
+
+Arithmetic: inputs are widened to float64 before anything is summed. The acceptance test
+u q(x) < p(x) is then exact (a product of two 24-bit mantissas fits in 53 bits), p - q is exact,
+and the sums behind the inverse CDF carry relative errors of order 2^-53 instead of 2^-24: with
+float32 sums the token would flip on about V 2^-25 of all rows (~0.5% at V = 151936), with float64
+on ~V 2^-54. Comparisons that are exact in float32 (clean(), p > q) stay in float32. The streaming
+loop is instruction-bound, not memory-bound (benchmarks/NOTES.md: SASS per element).
 
 Must-read bytes are one row of p and q per request (the accept tests are gathers), plus one chunk
 per request for the emit. On the GPU each program handles one row (BLOCK_ROWS = 1) and the
