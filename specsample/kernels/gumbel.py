@@ -27,6 +27,7 @@ Edge semantics (every reference in `specsample.reference.gumbel` mirrors them):
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import torch
@@ -296,6 +297,7 @@ class RaceTiling(NamedTuple):
     num_warps: int
 
 
+@functools.lru_cache(maxsize=512)  # a pure function of its arguments, on every eager call's path
 def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
     """Default tiling. GPU: one row per program; tiles of 2048 tokens (shrunk to 512 while the grid
     would have fewer than 4 programs per SM, e.g. B = 1), chunks of several tiles sized so the grid
