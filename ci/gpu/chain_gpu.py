@@ -42,10 +42,12 @@ from triton.testing import do_bench  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
+from gpu_common import ALPHA, BETA, copy_bandwidth, graph_law_row, graph_time, pick_eps  # noqa: E402
+
 from specsample.kernels.chain import _launch, _launch_config, chain_rejection_sample  # noqa: E402
 from specsample.reference import laws  # noqa: E402
 from specsample.reference.chain import chain_rejection_reference  # noqa: E402
-from specsample.stats import assert_gof, gof_design, tv_ucb_from_coupling  # noqa: E402
+from specsample.stats import assert_gof, tv_ucb_from_coupling  # noqa: E402
 
 OUT = os.environ.get("OUT", "./out")
 DEV = "cpu" if SMOKE else "cuda"
@@ -55,7 +57,6 @@ LAW_ROWS = 2**16 if SMOKE else 2**22
 K = 4
 TARGETS_US = {(1, 4, 32000): 10.0, (16, 4, 128256): 12.0, (64, 4, 151936): 26.0, (128, 8, 128256): 44.0}
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-ALPHA, BETA = 1e-6, 1e-6
 RESULTS: dict = {
     "device": None,
     "coupling": [],
@@ -257,15 +258,6 @@ def check_drawn_law() -> None:
     check(worst < 1e-12, f"closed-form drawn-draft law differs from reference.laws by {worst:.3g}")
 
 
-def pick_eps(n: int, law: np.ndarray) -> float | None:
-    """The smallest eps the power design supports for n draws from `law` (exact law only, no data);
-    None when not even 0.05 is (a near-degenerate law, e.g. an acceptance probability ~1e-4)."""
-    for eps in (0.005, 0.01, 0.02, 0.03, 0.05):
-        if gof_design(n, law, eps=eps, alpha=ALPHA, beta=BETA)["required_n"] <= n:
-            return eps
-    return None
-
-
 def law_run(vocab: int, classic: bool, drafts: str, source: str, n_rows: int, gen: torch.Generator) -> None:
     t0 = time.time()
     p, q = pair(vocab, gen)
@@ -404,45 +396,27 @@ def graph_run(
         graph.replay()
     torch.cuda.synchronize()
     offsets_ok = source != "seeds" or bool((offsets == replays).all())
-    c = counts.cpu().numpy().astype(np.int64)
-    n = int(c.sum())
-    eps = pick_eps(n, joint) or 0.05
-    try:
-        cert = assert_gof(c, joint, eps=eps, alpha=ALPHA, beta=BETA, label=f"graph {source} joint (a, token)")
-        law_ok, p_value = True, cert.p_value
-    except AssertionError as e:
-        law_ok, p_value = False, str(e)[:2000]
-    row = dict(
-        source=source,
-        replays=replays,
-        samples=n,
-        used_default_generator=used_default,
-        replay_equals_eager=equal_eager,
-        fresh_draws=fresh,
-        offsets_advanced=offsets_ok,
-        law_eps=eps,
-        law_passed=law_ok,
-        law_p_value=p_value,
-        seconds=time.time() - t0,
+    row, checks = graph_law_row(
+        source,
+        replays,
+        counts,
+        joint,
+        used_default=used_default,
+        equal_eager=equal_eager,
+        fresh=fresh,
+        offsets_ok=offsets_ok,
+        t0=t0,
+        label=f"graph {source} joint (a, token)",
     )
     RESULTS["graphs"].append(row)
     print("graph", row, flush=True)
-    check(equal_eager, f"graph {source}: replay differs from eager")
-    check(fresh, f"graph {source}: two replays gave identical tokens")
-    check(offsets_ok, f"graph {source}: offsets not advanced by the captured add_")
-    check(law_ok, f"graph {source}: joint law rejected")
+    for ok, message in checks:
+        check(ok, message)
 
 
 # ---------------------------------------------------------------------------------------------
 # (d) performance
 # ---------------------------------------------------------------------------------------------
-
-
-def copy_bandwidth() -> float:
-    src = torch.empty(2**29, dtype=torch.float32, device=DEV)  # 2 GiB
-    dst = torch.empty_like(src)
-    ms = do_bench(lambda: dst.copy_(src), warmup=25, rep=200, return_mode="median")
-    return 2 * src.numel() * 4 / (ms * 1e-3)
 
 
 def torch_chain(p, x, q, u):
@@ -464,18 +438,6 @@ def torch_chain(p, x, q, u):
     token = torch.searchsorted(cs, (u[:, num_k] * cs[:, -1])[:, None], right=True).clamp_(max=vocab - 1)
     out = torch.where(torch.arange(k1, device=p.device)[None] < a[:, None], torch.cat([x, x[:, :1]], 1), -1)
     return out.scatter_(1, a[:, None].long(), token)
-
-
-def graph_time(fn) -> float:
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return do_bench(graph.replay, warmup=25, rep=200, return_mode="median")
 
 
 def perf_inputs(batch, num_k, vocab, dtype, gen):

@@ -48,17 +48,18 @@ from scipy import stats as sps  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
+from gpu_common import ALPHA, BETA, copy_bandwidth, graph_law_row, graph_time, pick_eps  # noqa: E402
+
 from specsample.kernels import gumbel as kg  # noqa: E402
 from specsample.kernels._launch import interpreting  # noqa: E402
 from specsample.kernels.philox import STREAM_GUMBEL, philox_words  # noqa: E402
 from specsample.reference import gumbel as rg  # noqa: E402
 from specsample.reference.laws import plackett_luce_law  # noqa: E402
-from specsample.stats import assert_gof, gof_design, tv_ucb_from_coupling  # noqa: E402
+from specsample.stats import assert_gof, tv_ucb_from_coupling  # noqa: E402
 from specsample.stats.continuous import race_winner_checks  # noqa: E402
 
 OUT = os.environ.get("OUT", "./out")
 DEV = "cpu" if SMOKE else "cuda"
-ALPHA, BETA = 1e-6, 1e-6
 REL_TOL = 1e-5
 COUPLING_VOCABS = (1000, 4099) if SMOKE else (151936, 128256)
 COUPLING_ROWS, COUPLING_BATCH = (512, 256) if SMOKE else (16384, 512)
@@ -255,13 +256,6 @@ def coupling_logits(vocab: int, gen: torch.Generator) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def pick_eps(n: int, law: np.ndarray) -> float | None:
-    for eps in (0.005, 0.01, 0.02, 0.03, 0.05):
-        if gof_design(n, law, eps=eps, alpha=ALPHA, beta=BETA)["required_n"] <= n:
-            return eps
-    return None
-
-
 def keys(n: int, gen: torch.Generator):
     seeds = torch.randint(-(2**63), 2**63 - 1, (n,), generator=gen, device=DEV, dtype=torch.int64)
     return seeds, torch.zeros(n, dtype=torch.int64, device=DEV)
@@ -430,33 +424,22 @@ def graph_run(source: str, gen: torch.Generator, replays: int = 10_000, batch: i
         graph.replay()
     torch.cuda.synchronize()  # a device-side assert would surface here
     offsets_ok = source != "seeds" or bool((offsets == replays).all())
-    c = counts.cpu().numpy()
-    n = int(c.sum())
-    eps = pick_eps(n, law) or 0.05
-    try:
-        cert = assert_gof(c, law, eps=eps, alpha=ALPHA, beta=BETA, label=f"graph {source}")
-        law_ok, p_value = True, cert.p_value
-    except AssertionError as e:
-        law_ok, p_value = False, str(e)[:2000]
-    row = dict(
-        source=source,
-        replays=replays,
-        samples=n,
-        used_default_generator=used_default,
-        replay_equals_eager=equal_eager,
-        fresh_draws=fresh,
-        offsets_advanced=offsets_ok,
-        law_eps=eps,
-        law_passed=law_ok,
-        law_p_value=p_value,
-        seconds=time.time() - t0,
+    row, checks = graph_law_row(
+        source,
+        replays,
+        counts,
+        law,
+        used_default=used_default,
+        equal_eager=equal_eager,
+        fresh=fresh,
+        offsets_ok=offsets_ok,
+        t0=t0,
+        label=f"graph {source}",
     )
     RESULTS["graphs"].append(row)
     print("graph", row, flush=True)
-    check(equal_eager, f"graph {source}: replay differs from eager")
-    check(fresh, f"graph {source}: two replays gave identical tokens")
-    check(offsets_ok, f"graph {source}: offsets not advanced")
-    check(law_ok, f"graph {source}: law rejected")
+    for ok, message in checks:
+        check(ok, message)
 
 
 def no_host_sync(gen: torch.Generator) -> None:
@@ -486,29 +469,6 @@ def no_host_sync(gen: torch.Generator) -> None:
 # ---------------------------------------------------------------------------------------------
 # (e) performance
 # ---------------------------------------------------------------------------------------------
-
-
-def copy_bandwidth() -> float:
-    from triton.testing import do_bench
-
-    src = torch.empty(2**29, dtype=torch.float32, device=DEV)  # 2 GiB
-    dst = torch.empty_like(src)
-    ms = do_bench(lambda: dst.copy_(src), warmup=25, rep=200, return_mode="median")
-    return 2 * src.numel() * 4 / (ms * 1e-3)
-
-
-def graph_time(fn) -> float:
-    from triton.testing import do_bench
-
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return do_bench(graph.replay, warmup=25, rep=200, return_mode="median")
 
 
 def perf(shape, bw: float, gen: torch.Generator) -> None:

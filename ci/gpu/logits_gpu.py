@@ -30,6 +30,8 @@ from triton.testing import do_bench
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
+from gpu_common import copy_bandwidth, graph_time  # noqa: E402
+
 from specsample.kernels import logits as L  # noqa: E402
 from specsample.reference.logits import rejection_sample_logits_reference  # noqa: E402
 from specsample.stats import clopper_pearson  # noqa: E402
@@ -118,14 +120,6 @@ def graph_check(gen, config=None):
     print("graph", RESULTS["graph"], flush=True)
 
 
-def copy_bandwidth() -> float:
-    n = 1 << 28  # 1 GiB fp32
-    src = torch.empty(n, device=DEV, dtype=torch.float32).uniform_()
-    dst = torch.empty_like(src)
-    ms = do_bench(lambda: dst.copy_(src), warmup=50, rep=300, return_mode="median")
-    return 2 * n * 4 / (ms * 1e-3)
-
-
 def torch_reference_impl(target_logits, draft_token_ids, draft_logits, temperature, **_):
     """Plain PyTorch softmax-then-sample (every row materialised in fp32; all rows sampled)."""
     t = temperature[:, None, None]
@@ -154,19 +148,6 @@ def torch_reference_impl(target_logits, draft_token_ids, draft_logits, temperatu
                       torch.nn.functional.pad(x, (0, 1), value=-1), -1)  # fmt: skip
     out[rows, a] = token
     return out, a
-
-
-def graph_time(fn) -> float:
-    fn()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return do_bench(graph.replay, warmup=25, rep=200, return_mode="median")
 
 
 def stats_only(case, cfg):
