@@ -1,0 +1,132 @@
+"""Kernels to profile under Nsight Compute, and the host (Python) cost of each eager call.
+
+    ncu --clock-control none --profile-from-start off ... python3 profile_cases.py kernels
+    python3 profile_cases.py host          # cProfile of eager calls: where the launch time goes
+
+`kernels` compiles every case first (outside the profiled range), then runs each case once between
+cudaProfilerStart/Stop, so ncu sees exactly the kernels listed in `cases.json` in that order.
+Shapes are the issue targets' engine sizes (fp32): chain (64, 4, 151936), fast_sample (64, 151936)
+and (256, 128256), logits classic (64, 4, 151936).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+from specsample.kernels import chain as kc  # noqa: E402
+from specsample.kernels import gumbel as kg  # noqa: E402
+from specsample.kernels import logits as kl  # noqa: E402
+
+OUT = os.environ.get("OUT", "./out")
+DEV = "cuda"
+
+
+def chain_inputs(batch, num_k, vocab, gen, dtype=torch.float32):
+    logits = torch.randn(batch, num_k + 1, vocab, generator=gen, device=DEV) * 3.0
+    p = torch.softmax(logits, -1)
+    q = torch.softmax(logits[:, :num_k] + torch.randn(batch, num_k, vocab, generator=gen, device=DEV), -1)
+    x = torch.multinomial(q.reshape(-1, vocab), 1, generator=gen).reshape(batch, num_k)
+    u = torch.rand(batch, num_k + 1, generator=gen, device=DEV)
+    return p.to(dtype), x, q.to(dtype), u
+
+
+def cases(gen):
+    """name -> zero-argument callable launching the kernel(s) of that case."""
+    out = {}
+    p, x, q, u = chain_inputs(64, 4, 151936, gen)
+    out["chain default (64,4,151936)"] = lambda: kc._launch(p, x, q, None, u, None, None)
+    out["chain span_sums (64,4,151936)"] = lambda: kc._launch(p, x, q, None, u, None, None, span_sums=True)
+    pb, xb, qb, ub = chain_inputs(64, 4, 151936, gen, torch.bfloat16)
+    out["chain default bf16 (64,4,151936)"] = lambda: kc._launch(pb, xb, qb, None, ub, None, None)
+    for batch, vocab in ((64, 151936), (256, 128256)):
+        probs = torch.softmax(torch.randn(batch, vocab, generator=gen, device=DEV) * 3.0, -1)
+        seeds = torch.randint(0, 2**62, (batch,), generator=gen, device=DEV)
+        offsets = torch.randint(0, 2**62, (batch,), generator=gen, device=DEV)
+        out[f"fast_sample ({batch},{vocab})"] = (
+            lambda probs=probs, seeds=seeds, offsets=offsets: kg.fast_sample(probs, seeds=seeds, offsets=offsets)
+        )
+    batch, num_k, vocab = 64, 4, 151936
+    lg = torch.randn(batch, num_k + 1, vocab, generator=gen, device=DEV) * 3.0
+    dl = lg[:, :num_k] + torch.randn(batch, num_k, vocab, generator=gen, device=DEV)
+    xl = torch.randint(0, vocab, (batch, num_k), generator=gen, device=DEV)
+    args = dict(target_logits=lg, draft_token_ids=xl, draft_logits=dl,
+                temperature=torch.ones(batch, device=DEV),
+                seeds=torch.randint(0, 2**62, (batch,), generator=gen, device=DEV),
+                offsets=torch.randint(0, 2**62, (batch,), generator=gen, device=DEV))  # fmt: skip
+    out["logits default (64,4,151936)"] = lambda: kl.rejection_sample_logits(**args)
+    out["logits lane_stats+fast_log (64,4,151936)"] = lambda: kl.rejection_sample_logits(
+        **args, _config={"lane_stats": True, "fast_log": True}
+    )
+    return out
+
+
+def kernels() -> None:
+    gen = torch.Generator(DEV).manual_seed(0)
+    todo = cases(gen)
+    for fn in todo.values():  # compile and warm outside the profiled range
+        fn()
+        fn()
+    torch.cuda.synchronize()
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "cases.json"), "w") as f:
+        json.dump(list(todo), f, indent=1)
+    torch.cuda.cudart().cudaProfilerStart()
+    for name, fn in todo.items():
+        torch.cuda.nvtx.range_push(name)
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.cudart().cudaProfilerStop()
+
+
+def host() -> None:
+    """Host time per eager call (the GPU is far from saturated at 1 row, so the CPU is the
+    bottleneck): wall time over 2000 calls, then a cProfile of 500 calls (top 30 by own time)."""
+    gen = torch.Generator(DEV).manual_seed(0)
+    p, x, q, u = chain_inputs(1, 4, 32000, gen)
+    probs = torch.softmax(torch.randn(1, 151936, generator=gen, device=DEV), -1)
+    seeds = torch.zeros(1, dtype=torch.int64, device=DEV)
+    offsets = torch.zeros(1, dtype=torch.int64, device=DEV)
+    calls = {
+        "chain_rejection_sample (1,4,32000)": lambda: kc.chain_rejection_sample(p, x, q, uniforms=u),
+        "chain _launch only": lambda: kc._launch(p, x, q, None, u, None, None),
+        "fast_sample (1,151936) seeds": lambda: kg.fast_sample(probs, seeds=seeds, offsets=offsets),
+        "torch.empty x4": lambda: [torch.empty(1, 5, dtype=torch.int32, device=DEV) for _ in range(4)],
+    }
+    report = {}
+    for name, fn in calls.items():
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(2000):
+            fn()
+        torch.cuda.synchronize()
+        per_call = (time.perf_counter() - t0) / 2000 * 1e6
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(500):
+            fn()
+        prof.disable()
+        torch.cuda.synchronize()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
+        report[name] = dict(host_us_per_call=per_call, profile=text.getvalue())
+        print(f"{name}: {per_call:.1f} us per call (host wall)", flush=True)
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "host_profile.json"), "w") as f:
+        json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    {"kernels": kernels, "host": host}[sys.argv[1]]()
