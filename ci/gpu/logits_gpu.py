@@ -46,10 +46,10 @@ SWEEP = [
     {"fused": True, "lag": 16, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
     {"fused": True, "lag": 48, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
     {"lane_stats": True},  # two launches, per-lane statistics in the stats pass (benchmarks/NOTES.md)
-    {"fast_log": True},  # hardware log2 and one logarithm per token in the race pass
+    {"fast_log": False},  # the precise libdevice logarithms in the race pass (default until run 14)
     {"lane_stats": True, "fast_log": True},
 ]
-SWEEP_NAMES = "two-launch/fused-lag16/fused-lag48/lane-stats/fast-log/lane-stats+fast-log"
+SWEEP_NAMES = "default/fused-lag16/fused-lag48/lane-stats/precise-log/lane-stats+fast-log"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -164,7 +164,7 @@ def stats_only(case, cfg):
             lg, dl if has else lg, case["temperature"], lg, ws[0], ws[1], arg, ws[2], ws[3],
             batch, vocab, nc1, *lg.stride(), *sd, 1, 0, K=k_plus_1 - 1, HAS_DRAFT_LOGITS=has, RAGGED=False,
             BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
-            num_warps=cfg["stats_warps"],
+            LANE_STATS=cfg["lane_stats"], num_warps=cfg["stats_warps"],
         )  # fmt: skip
 
     return do_bench(run, warmup=25, rep=200, return_mode="median")
