@@ -123,6 +123,21 @@ def _race_step(best_p, best_e, best_index, p, e, index):
 
 
 @triton.jit
+def _race_tile_best(best_p, best_e, best_index, row_base, stride_v, V, row_ok, seed, offset, tile_start,
+                    token, GROUPS: tl.constexpr, UNIT_STRIDE_V: tl.constexpr,
+                    FAST_LOG2: tl.constexpr):  # fmt: skip
+    """The running per-lane best (p, 2^-6 E, id) after the tile of tokens tile_start + [0, 4 GROUPS)."""
+    p0, p1, p2, p3, e0, e1, e2, e3 = _race_tile(
+        row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V, FAST_LOG2, 0.015625
+    )
+    index = tile_start + token
+    best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p0, e0, index)
+    best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p1, e1, index + 1)
+    best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p2, e2, index + 2)
+    return _race_step(best_p, best_e, best_index, p3, e3, index + 3)
+
+
+@triton.jit
 def _race_score(p, e):
     """log2(p / e) where 0 < p < inf, else -inf (no overflow for any float32 p)."""
     valid = (p > 0.0) & (p < float("inf"))
@@ -183,6 +198,7 @@ def _race_chunk_kernel(
     NUM_SAMPLES: tl.constexpr,
     UNIT_STRIDE_V: tl.constexpr,
     FAST_LOG2: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     # score_v = p_v / E_v over tokens with 0 < p_v < inf (others never win). n = 1: per lane, a
     # running best (p, c E, id) over the chunk's tiles compared by cross-multiplication, with the
@@ -204,26 +220,19 @@ def _race_chunk_kernel(
         best_p = tl.zeros((BLOCK_ROWS, GROUPS), tl.float32)
         best_e = tl.full((BLOCK_ROWS, GROUPS), 1.0, tl.float32)
         best_index = tl.zeros((BLOCK_ROWS, GROUPS), tl.int32)
-        for t in range(0, tiles_per_chunk):
-            tile_start = (chunk.to(tl.int32) * tiles_per_chunk + t) * BLOCK_V
-            p0, p1, p2, p3, e0, e1, e2, e3 = _race_tile(
-                row_base,
-                stride_v,
-                V,
-                row_ok,
-                seed,
-                offset,
-                tile_start,
-                GROUPS,
-                UNIT_STRIDE_V,
-                FAST_LOG2,
-                0.015625,
-            )
-            index = tile_start + token
-            best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p0, e0, index)
-            best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p1, e1, index + 1)
-            best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p2, e2, index + 2)
-            best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p3, e3, index + 3)
+        first_tile = chunk.to(tl.int32) * tiles_per_chunk
+        if NUM_STAGES == 0:  # the compiler's default schedule for the loop
+            for t in range(0, tiles_per_chunk):
+                best_p, best_e, best_index = _race_tile_best(
+                    best_p, best_e, best_index, row_base, stride_v, V, row_ok, seed, offset,
+                    (first_tile + t) * BLOCK_V, token, GROUPS, UNIT_STRIDE_V, FAST_LOG2,
+                )  # fmt: skip
+        else:  # explicit software pipelining: loads of the next NUM_STAGES - 1 tiles in flight
+            for t in tl.range(0, tiles_per_chunk, num_stages=NUM_STAGES):
+                best_p, best_e, best_index = _race_tile_best(
+                    best_p, best_e, best_index, row_base, stride_v, V, row_ok, seed, offset,
+                    (first_tile + t) * BLOCK_V, token, GROUPS, UNIT_STRIDE_V, FAST_LOG2,
+                )  # fmt: skip
         found = best_p > 0.0
         score = tl.log2(tl.where(found, best_p, 1.0)) - tl.log2(best_e) - 6.0  # best_e = 2^-6 E
         score = tl.where(found, score, float("-inf"))
@@ -295,14 +304,20 @@ class RaceTiling(NamedTuple):
     block_v: int
     tiles_per_chunk: int
     num_warps: int
+    num_stages: int = 0  # 0: the compiler's default loop schedule; k >= 1: tl.range(num_stages=k)
 
 
 @functools.lru_cache(maxsize=512)  # a pure function of its arguments, on every eager call's path
 def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
-    """Default tiling. GPU: one row per program; tiles of 2048 tokens (shrunk to 512 while the grid
-    would have fewer than 4 programs per SM, e.g. B = 1), chunks of several tiles sized so the grid
-    has ~8 programs per SM (132 SMs on an H200). Interpreter: hundreds of rows per program and a
-    single chunk per row (its cost is per program and per op, not per element)."""
+    """Default tiling. GPU: one row per program; tiles of 1024 tokens over 8 warps (one Philox block
+    of four tokens per thread per tile), chunks of several tiles sized so the grid has ~10 programs
+    per SM (132 SMs on an H200). H200 runs 15 and 17 (`ci/gpu/gumbel_gpu.py` sweep, CUDA-graph device
+    time, same run): these tilings took 27.9 / 66.5 us (run 15) and 27.8 / 66.3 us (run 17) at
+    (64, 151936) / (256, 128256), against 30.0 / 72.8 us (run 15) for the previous 2048-token tiles
+    over 4 warps at ~8 programs per SM (1.08x / 1.09x); at B = 1, 8.7-8.8 against 9.0 us. An
+    explicitly pipelined loop (tl.range num_stages 2 or 3) gained nothing. Vocabularies below 1024
+    take one power-of-two tile over 4 warps. Interpreter: hundreds of rows per program and a single
+    chunk per row (its cost is per program and per op, not per element)."""
     if interpreting():
         block_v = min(next_pow2(max(vocab, 4)), 1024)
         # each program instance costs ~0.2 s of interpreter overhead (nested jit calls), each op
@@ -311,15 +326,16 @@ def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
         tiles = 1 if num_samples > 1 else cdiv(vocab, block_v)
         return RaceTiling(block_rows, block_v, tiles, 4)
     sms = 132
-    block_v = 2048
-    while block_v > 512 and num_rows * cdiv(vocab, block_v) < 4 * sms:
-        block_v //= 2
-    block_v = min(block_v, max(512, next_pow2(vocab)))
-    if num_samples > 1:
-        return RaceTiling(1, block_v, 1, 4)
+    if num_samples > 1:  # one tile per chunk, top-n per tile: not re-tuned in run 15
+        block_v = 2048
+        while block_v > 512 and num_rows * cdiv(vocab, block_v) < 4 * sms:
+            block_v //= 2
+        return RaceTiling(1, min(block_v, max(512, next_pow2(vocab))), 1, 4)
+    block_v = min(1024, max(512, next_pow2(vocab)))
+    warps = 8 if block_v >= 1024 else 4  # >= 4 tokens (one Philox block) per thread
     tiles_total = cdiv(vocab, block_v)
-    chunks = max(1, min(tiles_total, cdiv(8 * sms, max(num_rows, 1))))
-    return RaceTiling(1, block_v, cdiv(tiles_total, chunks), 4)
+    chunks = max(1, min(tiles_total, cdiv(10 * sms, max(num_rows, 1))))
+    return RaceTiling(1, block_v, cdiv(tiles_total, chunks), warps)
 
 
 def _check_seed_tensor(name: str, t, batch: int, device: torch.device) -> int:
@@ -436,6 +452,7 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
         NUM_SAMPLES=num_samples,
         UNIT_STRIDE_V=probs.stride(1) == 1,
         FAST_LOG2=not interpreting(),
+        NUM_STAGES=tiling.num_stages,
         num_warps=tiling.num_warps,
     )
     score = (
