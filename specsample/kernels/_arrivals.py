@@ -32,3 +32,11 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
         size = max(count, 2 * (0 if buf is None else buf.numel()), 256)
         buf = _BUFFERS[key] = torch.zeros(size, dtype=torch.int32, device=device)
     return buf
+
+
+def discard_arrival_counters() -> None:
+    """Forget every persistent buffer, so the next launch allocates zeroed counters. For harnesses
+    that run deliberately broken kernels (the mutant catalogue's `kernel_arrival_counter_kept`
+    leaves counters non-zero on purpose): without it the planted bug would leak into every later
+    launch in the process and make the next mutants, or the real kernel, fail for its reason."""
+    _BUFFERS.clear()

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specsample.kernels._arrivals import discard_arrival_counters
 from specsample.verify import mutable_reference as mref
 from specsample.verify.protocol import (
     ChainSampler,
@@ -340,6 +341,8 @@ def run_mutants(
             if stop:
                 _stop_on_fail(rec)
 
+        if kernel:  # each kernel mutant starts from zeroed arrival counters and leaves none behind
+            discard_arrival_counters()
         try:
             if m.family == "logits":
                 for rec in logits_family.certify_logits(sampler, budget, salt=salt):
@@ -355,6 +358,9 @@ def run_mutants(
                 )
         except _Killed:
             pass
+        finally:
+            if kernel:
+                discard_arrival_counters()
         failed = [r for r in recs if not r.passed]
         killed_by = sorted({r.law for r in failed})
         examples = [f"{r.law} on {r.case}: {(r.detail or r.statement)[:160]}" for r in failed[:3]]
