@@ -5,8 +5,8 @@ ratio is meaningful, vectorised over the batch, with no host synchronisation (CU
 
 - `chain_rejection_torch`: accept draft i iff u_i * q_i(x_i) < p_i(x_i) (one-hot: u_i < p_i(x_i)),
   a = number of leading accepts, then one token from the residual max(0, p_a - q_a) (the bonus row
-  p_K when a = K) by inverse CDF with u_K: the smallest v with cumsum_v > u_K * total; an empty
-  residual falls back to p_a.
+  p_K when a = K) by inverse CDF at u_K + 2^-25: the smallest v with cumsum_v > (u_K + 2^-25) * total;
+  an empty residual falls back to p_a.
 - `fast_sample_multinomial`: torch.multinomial; `fast_sample_gumbel`: argmax p / E, E ~ Exp(1) in
   torch ops (three passes over the row: noise, divide, argmax).
 - `sample_from_logits_torch`: softmax(logits / T), then the torch-ops Gumbel draw.
@@ -56,7 +56,7 @@ def chain_rejection_torch(
     residual = torch.where(fallback.unsqueeze(1), p_row, residual)
     total = torch.where(fallback, p_row.sum(dim=1), total)
     cdf = residual.cumsum(dim=1)
-    target = (uniforms[:, K] * total).unsqueeze(1)
+    target = ((uniforms[:, K].double() + 2.0**-25) * total).float().unsqueeze(1)
     token = torch.searchsorted(cdf, target, right=True).squeeze(1).clamp_(max=V - 1)
 
     positions = torch.arange(K1, device=target_probs.device)

@@ -435,7 +435,8 @@ def torch_chain(p, x, q, u):
     fallback = rejected & (r.sum(1, keepdim=True) <= 0)
     r = torch.where(fallback, p_j, r)
     cs = r.cumsum(1)
-    token = torch.searchsorted(cs, (u[:, num_k] * cs[:, -1])[:, None], right=True).clamp_(max=vocab - 1)
+    target = ((u[:, num_k].double() + 2.0**-25) * cs[:, -1]).float()  # docs/semantics.md: u_K + 2^-25
+    token = torch.searchsorted(cs, target[:, None], right=True).clamp_(max=vocab - 1)
     out = torch.where(torch.arange(k1, device=p.device)[None] < a[:, None], torch.cat([x, x[:, :1]], 1), -1)
     return out.scatter_(1, a[:, None].long(), token)
 
@@ -489,8 +490,9 @@ def perf(shape, bw, gen) -> None:
 SWEEP = [  # (block_v, num_warps, tiles, num_stages, lane_i64, span_sums) around the defaults
     (1024, 4, 1, 1, False, False), (1024, 4, 4, 3, False, False), (1024, 4, 4, 3, True, False),
     (1024, 4, 8, 3, False, False), (2048, 4, 4, 3, False, False), (2048, 8, 4, 3, False, False),
-    (1024, 4, 4, 3, False, True), (1024, 4, 4, 1, False, True), (1024, 4, 8, 3, False, True),
-    (2048, 4, 4, 3, False, True), (1024, 8, 4, 3, False, True), (1024, 4, 2, 3, False, True),
+    (1024, 8, 4, 3, False, False), (1024, 8, 8, 3, False, False), (1024, 4, 4, 2, False, False),
+    (1024, 4, 2, 2, False, False), (512, 4, 8, 3, False, False), (512, 2, 8, 3, False, False),
+    (1024, 4, 4, 3, False, True),
 ]  # fmt: skip
 
 

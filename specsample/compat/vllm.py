@@ -229,7 +229,7 @@ def bonus_tokens(target_probs, n, u_last) -> torch.Tensor:
     ]
     rows = torch.nan_to_num(rows, nan=0.0, posinf=0.0).clamp_min(0.0)
     cdf = rows.cumsum(-1)
-    thresh = (u_last.double() * cdf[:, -1].double()).float()
+    thresh = ((u_last.double() + 2.0**-25) * cdf[:, -1].double()).float()  # docs/semantics.md
     idx = (cdf <= thresh[:, None]).sum(-1).clamp(max=rows.shape[1] - 1)
     return idx.view(batch, 1).to(torch.int32)
 

@@ -145,7 +145,8 @@ def _emit_rows(
     """Outputs of a row block once every partial (PART_V columns each) of it is written.
 
     fallback = (a < n) and sum r == 0 -> r := clean p_a.  total = sum r; valid = total > 0.
-    token = smallest v with r_v > 0 and cumsum(r)_v > u_K * total, else the largest v with r_v > 0:
+    token = smallest v with r_v > 0 and cumsum(r)_v > (u_K + 2^-25) * total, else the largest v with
+    r_v > 0 (u_K + 2^-25: the midpoint of a 2^-24-grid uniform's cell, reference.chain.INVERSE_CDF_OFFSET):
     first the chunk (prefix over chunk sums), then the token inside that one chunk (re-read)."""
     rejected = a < n
     c = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]
@@ -159,7 +160,7 @@ def _emit_rows(
     total = tl.max(cum, axis=1)
     valid = row_ok & (total > 0.0)
     u_last = _uniforms(K, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED)
-    target = u_last.to(tl.float64) * total
+    target = (u_last.to(tl.float64) + 2.9802322387695312e-08) * total  # (u_K + 2^-25) total, exact sum
     crossing = c_ok & (sel > 0.0) & (cum > target[:, None])
     first_chunk = tl.min(tl.where(crossing, c, CHUNKS_POW2), axis=1)
     found = first_chunk < CHUNKS_POW2

@@ -19,6 +19,13 @@ import numpy as np
 
 from specsample.reference.philox import STREAM_CHAIN_UNIFORM, chain_uniforms
 
+# The inverse CDF is evaluated at u_K + 2^-25: the midpoint of u_K's cell when u_K is a float32
+# uniform on the 2^-24 grid (torch.rand, the Philox uniforms). At u_K itself (the cell's left end)
+# u_K = 0, which has probability 2^-24, would emit the first token of positive residual mass however
+# small its mass: `specsample verify --budget full` caught exactly that (H200 run 16, a token of
+# relative mass 6e-22 emitted once in 8e6 rows). docs/semantics.md.
+INVERSE_CDF_OFFSET = 2.0**-25
+
 # Elements of one [rows, V] float64 work array: chunks of rows are sized to stay cache-friendly.
 _CHUNK_ELEMENTS = 1 << 17
 # Up to this vocabulary size cumsum runs as a loop over columns (faster for short rows).
@@ -209,10 +216,10 @@ def _chain_rows(p, x, q, u, n, tol, tokens, num_accepted, fallback, valid, ambig
         residual[fb_rows] = clean_mass(p[fb_rows, a[fb_rows]])
         cum[fb_rows] = _row_cumsum(residual[fb_rows])
 
-    # --- inverse CDF at u_K: smallest v with cumsum(r)[v] > u_K * sum(r) ---
+    # --- inverse CDF at u_K + 2^-25: smallest v with cumsum(r)[v] > (u_K + 2^-25) * sum(r) ---
     total = cum[:, -1]
     has_mass = total > 0.0
-    threshold = u[:, num_k] * total
+    threshold = (u[:, num_k] + INVERSE_CDF_OFFSET) * total
     above = cum > threshold[:, None]
     token = np.argmax(above, axis=1)
     found = above[row_ids, token]

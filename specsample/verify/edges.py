@@ -234,6 +234,21 @@ def _check_endpoints(sampler, rng) -> list[str]:
             f"endpoints: u_K = 0 gave {out.tokens.tolist()}, expected {ref.tokens.tolist()} "
             "(first token with mass)"
         )
+    # u_K = 0 is a cell [0, 2^-24) of the float32 uniform: the inverse CDF is taken at its midpoint
+    # 2^-25 (docs/semantics.md), so a first token of negligible mass (1e-30) is not emitted; a sampler
+    # evaluating at u_K itself emits it with probability 2^-24 per row (found at the `full` budget).
+    tiny = np.zeros((1, 2, 8))
+    tiny[0, :, 1], tiny[0, :, 2], tiny[0, :, 3] = 1e-30, 0.5, 0.5
+    draft = np.zeros((1, 1, 8))
+    draft[0, 0, 3] = 1.0  # x = 3 with p/q = 0.5: rejected at u_0 = 0.9, residual (0, 1e-30, 0.5, 0, ...)
+    u = np.array([[0.9, 0.0]])
+    out = _call(sampler, tiny, np.array([[3]]), draft, u)
+    ref = chain_rejection_reference(tiny, np.array([[3]]), draft, uniforms=u)
+    if not np.array_equal(out.tokens, ref.tokens):
+        errs.append(
+            f"endpoints: u_K = 0 with a first token of mass 1e-30 gave {out.tokens.tolist()}, expected "
+            f"{ref.tokens.tolist()} (inverse CDF at the uniform's cell midpoint u_K + 2^-25)"
+        )
     return errs
 
 

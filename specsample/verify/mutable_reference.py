@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specsample.reference.chain import INVERSE_CDF_OFFSET
 from specsample.reference.philox import (
     STREAM_CHAIN_UNIFORM,
     STREAM_GUMBEL,
@@ -170,7 +171,7 @@ def chain_sample(p, x, q, num_draft_tokens, u, bugs=frozenset()):
     if "inverse_cdf_off_by_one" in bugs:
         cs = cs - r
     with np.errstate(invalid="ignore"):
-        target = coin * total
+        target = (coin + INVERSE_CDF_OFFSET) * total
         idx = (cs <= target[:, None]).sum(axis=1)
     lost = idx >= width
     if np.any(lost):

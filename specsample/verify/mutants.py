@@ -187,6 +187,18 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         ],
     ),
     (
+        "kernel_inverse_cdf_left_end",
+        _CHAIN,
+        "chain kernel: the inverse CDF at u_K instead of u_K + 2^-25 (u_K = 0 emits the first token with "
+        "any mass; found by the full budget on the H200, run 16)",
+        [
+            (
+                r"target = \(u_last\.to\(tl\.float64\) \+ 2\.9802322387695312e-08\) \* total",
+                "target = u_last.to(tl.float64) * total",
+            )
+        ],
+    ),
+    (
         "kernel_reused_coin",
         _CHAIN,
         "chain kernel: the emitted token reuses the rejected draft's uniform u_a",

@@ -182,6 +182,10 @@ def write_report(out_dir, run, *, mutants=None, baseline=None, calibration=None,
             default=str,
         )
     )
+    # one line per certificate, without plot data: small enough to read or copy off a GPU machine
+    fields = ("sampler", "case", "law", "status", "n", "eps", "tv_bound", "pvalue", "seconds")
+    lines = ["\t".join(fields)] + ["\t".join(str(c.get(f, "")) for f in fields) for c in certs]
+    (out / "summary.tsv").write_text("\n".join(lines) + "\n")
     plots = _plots(run.records, out, None if calibration is None else calibration["pvalues"])
     c = Counter(r.status for r in run.records)
     lines = [

@@ -226,3 +226,29 @@ def test_index_arithmetic_is_int64(tmp_path):
     # request 1: q(700) = 0 -> rejected; residual max(0, p - q) = delta_700
     assert res.tokens[1].tolist() == [700, -1] and res.num_accepted[1].item() == 0
     assert res.tokens[0].tolist() == [-1, -1] and res.valid.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("rejected", [True, False])
+def test_u_zero_does_not_emit_a_negligible_first_token(rejected):
+    """The inverse CDF is evaluated at u_K + 2^-25 (the midpoint of u_K's 2^-24 cell): at u_K = 0 the
+    token is the one holding mass fraction 2^-25, not the first token of positive mass. Residual
+    (0, 1e-30, 0.5, 0.5), or (0, 1e-30, 0.5, 0) after a rejection: token 2. Evaluating at u_K
+    itself emits token 1, of mass 1e-30, whenever u_K = 0 (probability 2^-24 per row): the bias
+    `specsample verify --budget full` found on the H200 (run 16). Kernel and float64 reference both;
+    the rejected row draws from max(0, p - q)."""
+    from specsample.reference.chain import chain_rejection_reference
+
+    row = [0.0, 1e-30, 0.5, 0.5]
+    if rejected:  # draft 3 rejected at u = 0.9 (p/q = 0.5): residual max(0, p - q) = (0, 1e-30, 0.5, 0)
+        p, x, q = [[row, row]], [[3]], [[[0.0, 0.0, 0.0, 1.0]]]
+    else:  # no drafts: the bonus row
+        p, x, q = [[row]], [[]], None
+    u = [[0.9, 0.0]] if rejected else [[0.0]]
+    res = run(p, x, q, u)
+    ref = chain_rejection_reference(
+        np.asarray(p, np.float32), np.asarray(x, np.int64).reshape(1, -1),
+        None if q is None else np.asarray(q, np.float32), uniforms=np.asarray(u, np.float32),
+    )  # fmt: skip
+    emitted = res.tokens[0, res.num_accepted[0]].item()
+    assert res.num_accepted.tolist() == [0] and emitted == 2, res.tokens.tolist()
+    assert ref.tokens[0].tolist() == res.tokens[0].tolist()

@@ -8,7 +8,12 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from specsample.reference.chain import chain_rejection_reference, chain_seeded_uniforms, clean_mass
+from specsample.reference.chain import (
+    INVERSE_CDF_OFFSET,
+    chain_rejection_reference,
+    chain_seeded_uniforms,
+    clean_mass,
+)
 from specsample.reference.laws import chain_conditional_law, chain_marginal_law
 from specsample.reference.philox import chain_uniforms
 from specsample.stats import assert_gof, chi2_min_samples, test_seed
@@ -338,7 +343,7 @@ def test_rounding_guard_returns_last_token_with_mass():
 def test_ambiguity_flags_boundary_decisions(request):
     """ambiguous marks rows whose decision sits within relative tol of a boundary: u q = p
     exactly (tol = 0), a near-tie under tol = 1e-6 but not under tol = 0, an inverse-CDF tie
-    u_K sum(r) = cumsum(r)[v]; it stays False for decisions no perturbation can flip (p(x) = 0)."""
+    (u_K + 2^-25) sum(r) = cumsum(r)[v]; it stays False for decisions no perturbation can flip (p(x) = 0)."""
     p = np.array([[[0.25, 0.75], [0.5, 0.5]]])
     q = np.array([[[0.5, 0.5]]])
     x = np.array([[0]])
@@ -349,7 +354,9 @@ def test_ambiguity_flags_boundary_decisions(request):
     assert not chain_rejection_reference(p, x, q, uniforms=near, tol=0.0).ambiguous[0]
     cdf_tie = chain_rejection_reference(p, x, q, uniforms=np.array([[0.9, 0.0]]))  # residual [0, 1]
     assert not cdf_tie.ambiguous[0]
-    bonus_tie = chain_rejection_reference(p[:, :1], np.zeros((1, 0), np.int64), uniforms=np.array([[0.25]]))
+    # (u_K + 2^-25) * sum(r) = 0.25 = cumsum(r)[0]: the inverse CDF sits exactly on a boundary
+    bonus_u = np.array([[0.25 - INVERSE_CDF_OFFSET]])
+    bonus_tie = chain_rejection_reference(p[:, :1], np.zeros((1, 0), np.int64), uniforms=bonus_u)
     assert bonus_tie.tokens[0, 0] == 1 and bonus_tie.ambiguous[0]
     rng = np.random.default_rng(test_seed(request.node.nodeid))
     random = chain_rejection_reference(
@@ -434,7 +441,7 @@ def _literal_row(p, q, x, u, n):
         total = float(np.cumsum(r)[-1])
         for v, rv in enumerate(r):
             cum += rv
-            if cum > u[num_k] * total:
+            if cum > (u[num_k] + 2.0**-25) * total:
                 token = v
                 break
         if token is None:

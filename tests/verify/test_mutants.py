@@ -64,3 +64,27 @@ def test_patch_must_match_exactly_once():
         M.patched_module("specsample.verify.examples.sglang_like", [(r"this text is not in the module", "x")])
     with pytest.raises(ValueError, match=r"occurs ([2-9]|\d\d+) times"):
         M.patched_module("specsample.verify.examples.sglang_like", [(r"np\.", "numpy.")])
+
+
+def test_kernel_mutants_leave_no_state_behind(mutant_run):
+    """After the catalogue (which includes `kernel_arrival_counter_kept`, a kernel that leaves its
+    persistent arrival counters non-zero on purpose) the real chain kernel still equals the float64
+    reference token for token: the harness discards the counters around every kernel mutant."""
+    import numpy as np
+    import torch
+
+    from specsample import chain_rejection_sample
+    from specsample.reference.chain import chain_rejection_reference
+
+    rng = np.random.default_rng(7)
+    p = rng.dirichlet(np.ones(9), size=(64, 3)).astype(np.float32)
+    q = rng.dirichlet(np.ones(9), size=(64, 2)).astype(np.float32)
+    x = rng.integers(0, 9, size=(64, 2))
+    u = rng.random((64, 3)).astype(np.float32)
+    got = chain_rejection_sample(torch.from_numpy(p), torch.from_numpy(x), torch.from_numpy(q),
+                                 uniforms=torch.from_numpy(u))  # fmt: skip
+    ref = chain_rejection_reference(p, x, q, uniforms=u)
+    assert np.array_equal(got.tokens.numpy()[~ref.ambiguous], ref.tokens[~ref.ambiguous])
+    assert np.array_equal(got.num_accepted.numpy(), ref.num_accepted)
+    killed = {m.name: m.killed_by for m in mutant_run[0]}
+    assert killed["kernel_inverse_cdf_left_end"], killed
