@@ -3,6 +3,7 @@
 # Arguments go to fuzz_corpus.py (--small: all bad ids in one case, V in {1, 7, 33, 1025}).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # fuzz_corpus.py imports specsample from the checkout
 OUT="${OUT:-out}"; mkdir -p "$OUT"
 compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 20 \
   python3 ci/gpu/fuzz_corpus.py --device cuda "$@" 2>&1 | tee "$OUT/sanitize.log" | tail -25
