@@ -3,7 +3,7 @@ instruction mix of each loop, per element. A prediction tool for benchmarks/NOTE
 claim still comes from the H200.
 
     python benchmarks/sass/kernel_sass.py chain [--block-v 1024] [--warps 4] [--stages 3] [--tiles 4]
-                                               [--span-sums] [--flag NAME=VALUE ...]
+                                               [--flag NAME=VALUE ...]
     python benchmarks/sass/kernel_sass.py race [--block-v 2048] [--warps 4]
 
 chain: `_chain_kernel`, fp32 p and q, unit vocabulary stride, K = 4, classic drafts. race:
@@ -52,18 +52,17 @@ LOGITS_PTR_TYPES = dict(x_ptr="*i64", n_ptr="*i64", seed_ptr="*i64", offset_ptr=
                         fallback_ptr="*i1", valid_ptr="*i1")  # fmt: skip
 
 
-def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles: int, span_sums: bool,
-                 flags: dict):  # fmt: skip
+def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles: int, flags: dict):
     """(ptxas -v output, SASS text) of the kernel for sm_90a."""
     if kernel_name == "chain":
         fn, ptr_types, divisible = _chain_kernel, PTR_TYPES, DIVISIBLE
         const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
-                     KP1_POW2=8, CHUNKS_POW2=256, NUM_STAGES=stages, LANE_I64=False, sp_v=1, sq_v=1,
-                     SPAN_SUMS=span_sums, PART_V=block_v * tiles if span_sums else block_v)  # fmt: skip
+                     KP1_POW2=8, CHUNKS_POW2=256, NUM_STAGES=stages, LANE_I64=False,
+                     sp_v=1, sq_v=1)  # fmt: skip
     elif kernel_name == "race":
         fn, ptr_types, divisible = _race_chunk_kernel, RACE_PTR_TYPES, ("stride_b", "V")
         const = dict(BLOCK_ROWS=1, BLOCK_V=block_v, NUM_SAMPLES=1, UNIT_STRIDE_V=True, FAST_LOG2=True,
-                     stride_v=1)  # fmt: skip
+                     NUM_STAGES=0, stride_v=1)  # fmt: skip
     else:  # logits-stats / logits-race: classic drafts, K = 4, fp32 logits
         fn = _logits_stats_kernel if kernel_name == "logits-stats" else _logits_race_kernel
         ptr_types = {p: LOGITS_PTR_TYPES.get(p, "*fp32") for p in inspect.signature(fn.fn).parameters
@@ -123,19 +122,16 @@ def main() -> int:
     ap.add_argument("--block-v", type=int, default=None, help="default 1024 (chain), 2048 (race)")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=3)
-    ap.add_argument("--tiles", type=int, default=4, help="chunks per program (constexpr with --span-sums)")
-    ap.add_argument("--span-sums", action="store_true", help="the per-program-partial loop (SPAN_SUMS)")
+    ap.add_argument("--tiles", type=int, default=4, help="logits kernels: TILES (constexpr)")
     ap.add_argument("--flag", action="append", default=[], help="constexpr NAME=INT override")
     args = ap.parse_args()
     flags = {k: int(v) for k, v in (f.split("=") for f in args.flag)}
     args.block_v = args.block_v or {"chain": 1024, "race": 2048, "logits-stats": 2048}.get(args.kernel, 1024)
-    info, sass = compile_sass(
-        args.kernel, args.block_v, args.warps, args.stages, args.tiles, args.span_sums, flags
-    )
+    info, sass = compile_sass(args.kernel, args.block_v, args.warps, args.stages, args.tiles, flags)
     regs = re.search(r"Used (\d+) registers", info)
     instrs = instructions(sass)
     print(f"{args.kernel}: block_v={args.block_v} warps={args.warps} stages={args.stages} tiles={args.tiles} "
-          f"span_sums={args.span_sums} flags={flags}")  # fmt: skip
+          f"flags={flags}")  # fmt: skip
     print(f"registers/thread {regs.group(1) if regs else '?'}; SASS instructions {len(instrs)}")
     per_thread = args.block_v / (32 * args.warps)
     for start, end in loops(instrs):

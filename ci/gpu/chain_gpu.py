@@ -118,10 +118,9 @@ def _reference_job(job):
     return ref.tokens, ref.num_accepted, ref.fallback, ref.valid, ref.ambiguous
 
 
-def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator, span_sums: bool = False) -> None:
+def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator) -> None:
     """`groups` target/draft pairs (even groups classic, odd one-hot), each broadcast to `rows`
-    requests with their own drafts (drawn from q), uniforms and ragged counts; `span_sums` runs the
-    opt-in one-partial-per-program loop instead of the default launch."""
+    requests with their own drafts (drawn from q), uniforms and ragged counts."""
     t0 = time.time()
     jobs, kernel_out = [], []
     tol = coupling_tol(rows, vocab)
@@ -133,10 +132,7 @@ def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator, span_sums
         u = torch.rand(rows, K + 1, generator=gen, device=DEV)
         p_b = p[None].expand(rows, K + 1, vocab)
         q_b = q[None].expand(rows, K, vocab) if classic else None
-        if span_sums:
-            res = _launch(p_b, x, q_b, n, u, None, None, span_sums=True)
-        else:
-            res = chain_rejection_sample(p_b, x, q_b, num_draft_tokens=n, uniforms=u)
+        res = chain_rejection_sample(p_b, x, q_b, num_draft_tokens=n, uniforms=u)
         kernel_out.append(tuple(t.cpu().numpy() for t in res))
         jobs.append(
             (
@@ -165,7 +161,6 @@ def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator, span_sums
     cert = tv_ucb_from_coupling(mismatches, n_rows, 1e-6, label=f"chain V={vocab}")
     row = dict(
         vocab=vocab,
-        span_sums=span_sums,
         rows=n_rows,
         mismatches=mismatches,
         unambiguous_mismatches=unambiguous,
@@ -487,12 +482,10 @@ def perf(shape, bw, gen) -> None:
             check(row["meets_target"], f"perf {shape} fp32: {eager:.1f} us > target {TARGETS_US[shape]} us")
 
 
-SWEEP = [  # (block_v, num_warps, tiles, num_stages, lane_i64, span_sums) around the defaults
-    (1024, 4, 1, 1, False, False), (1024, 4, 4, 3, False, False), (1024, 4, 4, 3, True, False),
-    (1024, 4, 8, 3, False, False), (2048, 4, 4, 3, False, False), (2048, 8, 4, 3, False, False),
-    (1024, 8, 4, 3, False, False), (1024, 8, 8, 3, False, False), (1024, 4, 4, 2, False, False),
-    (1024, 4, 2, 2, False, False), (512, 4, 8, 3, False, False), (512, 2, 8, 3, False, False),
-    (1024, 4, 4, 3, False, True),
+SWEEP = [  # (block_v, num_warps, tiles, num_stages, lane_i64) around the defaults
+    (1024, 4, 1, 1, False), (1024, 4, 4, 3, False), (1024, 4, 4, 3, True), (1024, 4, 8, 3, False),
+    (2048, 4, 4, 3, False), (2048, 8, 4, 3, False), (1024, 8, 4, 3, False), (1024, 8, 8, 3, False),
+    (1024, 4, 4, 2, False), (1024, 4, 2, 2, False), (512, 4, 8, 3, False), (512, 2, 8, 3, False),
 ]  # fmt: skip
 
 
@@ -503,11 +496,9 @@ def sweep(shape, gen) -> None:
     batch, num_k, vocab = shape
     p, x, q, u = perf_inputs(batch, num_k, vocab, torch.float32, gen)
     default = _launch_config(batch, vocab)
-    for block_v, warps, tiles, stages, lane_i64, span_sums in SWEEP:
+    for block_v, warps, tiles, stages, lane_i64 in SWEEP:
         cfg = dict(block_v=block_v, num_warps=warps, tiles=min(tiles, triton.cdiv(vocab, block_v)),
-                   num_stages=stages, span_sums=span_sums)  # fmt: skip
-        if span_sums and cfg["tiles"] & (cfg["tiles"] - 1):
-            continue
+                   num_stages=stages)  # fmt: skip
 
         def fn(c=cfg, w=lane_i64):
             return _launch(p, x, q, None, u, None, None, lane_i64=w, **c)
@@ -515,7 +506,7 @@ def sweep(shape, gen) -> None:
         us = graph_time(fn) * 1e3
         is_default = not lane_i64 and cfg == {k: getattr(default, k) for k in cfg}
         RESULTS["sweep"].append(dict(shape=shape, **cfg, lane_i64=lane_i64, graph_us=us, default=is_default))
-    keys = ("graph_us", "block_v", "num_warps", "tiles", "num_stages", "lane_i64", "span_sums")
+    keys = ("graph_us", "block_v", "num_warps", "tiles", "num_stages", "lane_i64")
     mine = sorted(tuple(r[k] for k in keys) for r in RESULTS["sweep"] if r["shape"] == shape)
     best = [(round(m[0], 1), *m[1:]) for m in mine[:5]]
     print("sweep", shape, "default", default, "best", keys, best, flush=True)
@@ -539,13 +530,6 @@ def main() -> int:
     )
     gen = torch.Generator(device=DEV).manual_seed(20261129)
     steps = [(f"coupling {v}", lambda v=v: coupling(v, COUPLING_GROUPS, COUPLING_ROWS, gen)) for v in VOCABS]
-    steps += [
-        (
-            f"coupling span_sums {v}",
-            lambda v=v: coupling(v, COUPLING_GROUPS, COUPLING_ROWS, gen, span_sums=True),
-        )
-        for v in VOCABS
-    ]
     steps.append(("drawn-law closed form", check_drawn_law))
     if not SMOKE:
         steps.append(("int64", lambda: int64_offsets(gen)))
@@ -598,9 +582,8 @@ def main() -> int:
             f"{r['speedup_vs_torch']:8.1f} {'ok' if r['meets_target'] else 'MISS':>7}"
         )
     for r in RESULTS["coupling"]:
-        variant = " span_sums" if r.get("span_sums") else ""
         print(
-            f"coupling{variant} V={r['vocab']}: {r['mismatches']}/{r['rows']} differ "
+            f"coupling V={r['vocab']}: {r['mismatches']}/{r['rows']} differ "
             f"({r['unambiguous_mismatches']} unambiguous, {r['ambiguous']} ambiguous), "
             f"TV <= {r['tv_ucb']:.2e} @ 1-1e-6"
         )

@@ -13,11 +13,6 @@ float64 twin. One launch, no host synchronisation, no data-dependent shapes (CUD
    where u_K * total falls by a prefix sum over chunk sums, re-reads that single chunk, scans it,
    writes tokens / num_accepted / fallback / valid and resets the counter (kernels/_arrivals.py).
 
-`span_sums` (opt-in, `_launch(..., span_sums=True)`, off until measured on the H200) writes one
-partial per program instead of one per chunk: per-lane float64 accumulators over the program's
-chunks, unmasked loops for spans inside the row, and row-uniform branches so bonus rows never touch
-q; the emit then re-reads that span in BLOCK_V tiles.
-
 Arithmetic: inputs are widened to float64 before anything is summed. The acceptance test
 u q(x) < p(x) is then exact (a product of two 24-bit mantissas fits in 53 bits), p - q is exact,
 and the sums behind the inverse CDF carry relative errors of order 2^-53 instead of 2^-24: with
@@ -198,56 +193,6 @@ def _emit_rows(
 
 
 @triton.jit
-def _span_sums(p_row, q_row, start, lane, V, x_j, sp_v, sq_v, tiles,
-               BLOCK_V: tl.constexpr, NUM_STAGES: tl.constexpr,
-               MASKED: tl.constexpr, USE_Q: tl.constexpr, ZERO_XJ: tl.constexpr):  # fmt: skip
-    """(sum r, sum clean p) over `tiles` consecutive [1, BLOCK_V] tiles from column `start` of one row
-    (SPAN_SUMS, one row per program): per-lane float64 accumulators, one reduction at the end, no
-    mask unless MASKED (the span that holds column V - 1). r = max(0, p - q) (USE_Q), p with x_j
-    zeroed (ZERO_XJ), or p."""
-    acc_p = tl.zeros([1, BLOCK_V], dtype=tl.float64)
-    acc_r = tl.zeros([1, BLOCK_V], dtype=tl.float64)
-    for t in tl.range(0, tiles, num_stages=NUM_STAGES):  # runtime bound: not unrolled (registers)
-        cols = start + t * BLOCK_V + lane
-        if MASKED:
-            p32 = _clean32(tl.load(p_row + cols * sp_v, mask=cols < V, other=0.0))
-        else:
-            p32 = _clean32(tl.load(p_row + cols * sp_v))
-        p = p32.to(tl.float64)
-        acc_p += p
-        if USE_Q:
-            if MASKED:
-                q32 = _clean32(tl.load(q_row + cols * sq_v, mask=cols < V, other=0.0))
-            else:
-                q32 = _clean32(tl.load(q_row + cols * sq_v))
-            acc_r += tl.where(p32 > q32, p - q32.to(tl.float64), 0.0)  # max(0, p - q), exact
-        elif ZERO_XJ:
-            acc_r += tl.where(cols == x_j, 0.0, p)
-    sum_p = tl.sum(acc_p, axis=1)
-    if USE_Q or ZERO_XJ:
-        return tl.sum(acc_r, axis=1), sum_p
-    return sum_p, sum_p
-
-
-@triton.jit
-def _row_span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, tiles, rejected,
-                   BLOCK_V: tl.constexpr, NUM_STAGES: tl.constexpr, MASKED: tl.constexpr,
-                   HAS_DRAFT_PROBS: tl.constexpr):  # fmt: skip
-    """_span_sums for one row, the loop chosen by the row-uniform `rejected`: max(0, p - q) for
-    classic drafts, p with x_j zeroed for one-hot drafts, p alone for bonus rows (q never read)."""
-    if HAS_DRAFT_PROBS and rejected:
-        s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, tiles, BLOCK_V, NUM_STAGES,
-                              MASKED, True, False)  # fmt: skip
-    elif rejected:
-        s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, tiles, BLOCK_V, NUM_STAGES,
-                              MASKED, False, True)  # fmt: skip
-    else:
-        s_r, s_p = _span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, tiles, BLOCK_V, NUM_STAGES,
-                              MASKED, False, False)  # fmt: skip
-    return s_r, s_p
-
-
-@triton.jit
 def _chain_kernel(
     p_ptr,  # [B, K+1, V] fp32/bf16/fp16, strides (sp_b, sp_k, sp_v), stride 0 allowed
     q_ptr,  # [B, K, V] fp32/bf16/fp16 (classic) or unused (one-hot)
@@ -256,7 +201,7 @@ def _chain_kernel(
     u_ptr,  # [B, K+1] fp32 uniforms (not SEEDED)
     seed_ptr,  # [B] int64 (SEEDED)
     offset_ptr,  # [B] int64 (SEEDED)
-    partial_ptr,  # [B, num_chunks, 2] fp64 scratch: (residual mass, clean-p mass) of each PART_V columns
+    partial_ptr,  # [B, num_chunks, 2] fp64 scratch: (residual mass, clean-p mass) of each BLOCK_V columns
     arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
     tokens_ptr,  # [B, K+1] int32 out, contiguous
     num_accepted_ptr,  # [B] int32 out
@@ -274,8 +219,6 @@ def _chain_kernel(
     CHUNKS_POW2: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     LANE_I64: tl.constexpr,
-    SPAN_SUMS: tl.constexpr,  # one partial per program (tiles_per_program chunks), BLOCK_ROWS == 1
-    PART_V: tl.constexpr,  # columns behind one partial: BLOCK_V * tiles_per_program (SPAN_SUMS) or BLOCK_V
 ):  # fmt: skip
     # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and u_i q(x_i) < p(x_i)
     #                                          (one-hot) u_i < p(x_i); a = first rejection (or n).
@@ -306,36 +249,17 @@ def _chain_kernel(
     lane = tl.arange(0, BLOCK_V)[None, :]
     if LANE_I64:
         lane = lane.to(tl.int64)
-    if SPAN_SUMS:
-        # one row: row-uniform branches pick the loop (masked or not; classic / one-hot / bonus)
-        span = tl.program_id(1)
-        start = span * PART_V  # int32: < V + PART_V < 2^31
-        p_row = p_ptr + (rows * sp_b + a * sp_k)
-        q_row = q_ptr + (rows * sq_b + tl.minimum(a, K - 1) * sq_k)
-        rej = tl.max(rejected.to(tl.int32), axis=0) > 0
-        xj = tl.max(x_j, axis=0)
-        t = tiles_per_program
-        if start + PART_V <= V:
-            s_r, s_p = _row_span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, rej,
-                                      BLOCK_V, NUM_STAGES, False, HAS_DRAFT_PROBS)  # fmt: skip
-        else:  # the span that holds column V - 1
-            s_r, s_p = _row_span_sums(p_row, q_row, start, lane, V, xj, sp_v, sq_v, t, rej,
-                                      BLOCK_V, NUM_STAGES, True, HAS_DRAFT_PROBS)  # fmt: skip
-        part = partial_ptr + rows * (num_chunks * 2) + span * 2
-        tl.store(part, s_r, mask=row_ok)
-        tl.store(part + 1, s_p, mask=row_ok)
-    else:
-        first = tl.program_id(1) * tiles_per_program  # int32: chunk * BLOCK_V < V + BLOCK_V < 2^31
-        for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
-            chunk = first + t
-            cols = chunk * BLOCK_V + lane
-            mask = row_ok[:, None] & (cols < V)
-            r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
-                                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
-            part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
-            part_ok = row_ok & (rows * 0 + chunk < num_chunks)  # (a scalar mask term upsets the interpreter)
-            tl.store(part, tl.sum(r, axis=1), mask=part_ok)
-            tl.store(part + 1, tl.sum(p_j, axis=1), mask=part_ok)
+    first = tl.program_id(1) * tiles_per_program  # int32: chunk * BLOCK_V < V + BLOCK_V < 2^31
+    for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
+        chunk = first + t
+        cols = chunk * BLOCK_V + lane
+        mask = row_ok[:, None] & (cols < V)
+        r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
+                                sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
+        part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
+        part_ok = row_ok & (rows * 0 + chunk < num_chunks)  # (a scalar mask term upsets the interpreter)
+        tl.store(part, tl.sum(r, axis=1), mask=part_ok)
+        tl.store(part + 1, tl.sum(p_j, axis=1), mask=part_ok)
 
     # release this program's partials; the last program of the row block reads them all (acquire)
     arrived = tl.atomic_add(arrivals_ptr + pid_rows, 1, sem="acq_rel")
@@ -343,7 +267,7 @@ def _chain_kernel(
         _emit_rows(p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr,
                    valid_ptr, rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks,
                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
-                   K, HAS_DRAFT_PROBS, SEEDED, PART_V, BLOCK_V, CHUNKS_POW2)  # fmt: skip
+                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, BLOCK_V, CHUNKS_POW2)  # fmt: skip
         tl.atomic_xchg(arrivals_ptr + pid_rows, 0)  # ready for the next call / graph replay
 
 
@@ -358,31 +282,26 @@ class _Config(NamedTuple):
     num_warps: int
     tiles: int  # chunks streamed by one program (a runtime loop)
     num_stages: int  # software-pipelining depth of that loop
-    span_sums: bool  # one partial per program over its `tiles` chunks (one row per program)
 
 
 def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps: int | None = None,
-                   tiles: int | None = None, num_stages: int | None = None,
-                   span_sums: bool = False) -> _Config:  # fmt: skip
+                   tiles: int | None = None, num_stages: int | None = None) -> _Config:  # fmt: skip
     """GPU: one row per program, chunks of 1024 tokens, 4 chunks per program with a 3-stage
     pipelined loop, or one chunk per program when the batch is too small to fill the GPU that way
     (H200 run 11, benchmarks/NOTES.md: 1.1-1.4x faster than one chunk per program at B >= 16, and
-    latency-bound B = 1 prefers the widest split). Interpreter: a whole small vocabulary per tile,
-    many rows per tile, one program per row block. Any field can be overridden (tests, sweeps).
-    `span_sums` (one row per program, per-lane accumulators, one partial per program, unmasked
-    full spans) is off until measured on the H200: benchmarks/NOTES.md has the offline SASS count."""
+    latency-bound B = 1 prefers the widest split; runs 14-15 swept 13 configurations again, none
+    more than 3% faster). Interpreter: a whole small vocabulary per tile, many rows per tile, one
+    program per row block. Any field can be overridden (tests, sweeps)."""
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
-        rows = 1 if span_sums else max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
-        whole_row = cdiv(vocab, bv)
-        tiles = tiles or (next_pow2(whole_row) if span_sums else whole_row)
-        return _Config(rows, bv, num_warps or 4, tiles, num_stages or 1, span_sums)
+        rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
+        return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1)
     bv = block_v or min(1024, max(128, vocab_pow2))
     if tiles is None:
         tiles = 4 if batch * cdiv(vocab, bv) >= _GPU_PROGRAMS_FOR_LOOP else 1
     warps = num_warps or (4 if bv <= 2048 else 8)
-    return _Config(1, bv, warps, tiles, num_stages or (3 if tiles > 1 else 1), span_sums)
+    return _Config(1, bv, warps, tiles, num_stages or (3 if tiles > 1 else 1))
 
 
 def chain_rejection_sample(
@@ -481,16 +400,8 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
     """Everything of a launch that depends only on metadata, computed once per distinct call shape
     (the launcher's Python is part of every eager call's latency)."""
     cfg = _launch_config(batch, vocab, **dict(overrides))
-    if cfg.span_sums and cfg.tiles & (cfg.tiles - 1):
-        _fail(
-            ValueError,
-            "tiles",
-            "a power of two with span_sums (one partial spans BLOCK_V * tiles)",
-            cfg.tiles,
-        )
-    part_v = cfg.block_v * cfg.tiles if cfg.span_sums else cfg.block_v  # columns behind one partial
-    num_chunks = cdiv(vocab, part_v)
-    programs_per_row = num_chunks if cfg.span_sums else cdiv(num_chunks, cfg.tiles)
+    num_chunks = cdiv(vocab, cfg.block_v)  # one partial per chunk
+    programs_per_row = cdiv(num_chunks, cfg.tiles)
     meta = dict(
         K=k_plus_1 - 1, HAS_DRAFT_PROBS=has_q, RAGGED=ragged, SEEDED=seeded,
         BLOCK_ROWS=cfg.block_rows, BLOCK_V=cfg.block_v, KP1_POW2=next_pow2(k_plus_1),
@@ -498,7 +409,7 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
         # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
         CHUNKS_POW2=max(16, next_pow2(num_chunks)),
         NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
-        LANE_I64=wide_lanes, SPAN_SUMS=cfg.span_sums, PART_V=part_v,
+        LANE_I64=wide_lanes,
     )  # fmt: skip
     return _Plan((cdiv(batch, cfg.block_rows), programs_per_row), num_chunks, cfg.tiles, meta)
 
@@ -506,7 +417,7 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
 def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
     """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages) replace
     the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests, and the H200
-    tuning sweep in ci/gpu/chain_gpu.py); `span_sums=True` selects the per-program-partial loop."""
+    tuning sweep in ci/gpu/chain_gpu.py)."""
     batch, k_plus_1, vocab = p.shape
     device = p.device
     tokens = torch.empty(batch, k_plus_1, dtype=torch.int32, device=device)
