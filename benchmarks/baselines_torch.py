@@ -3,7 +3,8 @@
 They implement the same algorithms as the specsample kernels (DESIGN.md §1) so that a same-run time
 ratio is meaningful, vectorised over the batch, with no host synchronisation (CUDA-graph capturable):
 
-- `chain_rejection_torch`: accept draft i iff u_i * q_i(x_i) < p_i(x_i) (one-hot: u_i < p_i(x_i)),
+- `chain_rejection_torch`: accept draft i iff m_i q_i(x_i) < p_i(x_i) (one-hot: m_i < p_i(x_i)),
+  m_i = u_i + 2^-25,
   a = number of leading accepts, then one token from the residual max(0, p_a - q_a) (the bonus row
   p_K when a = K) by inverse CDF at u_K + 2^-25: the smallest v with cumsum_v > (u_K + 2^-25) * total;
   an empty residual falls back to p_a.
@@ -36,11 +37,12 @@ def chain_rejection_torch(
     ids = draft_token_ids.long()
     rows = torch.arange(B, device=target_probs.device)
     p_at_draft = target_probs[:, :K].gather(2, ids.unsqueeze(-1)).squeeze(-1).float()
+    u_mid = uniforms[:, :K].double() + 2.0**-25  # the uniform's cell midpoint (docs/semantics.md)
     if draft_probs is None:
-        accept = uniforms[:, :K] < p_at_draft
+        accept = u_mid < p_at_draft.double()
     else:
         q_at_draft = draft_probs.gather(2, ids.unsqueeze(-1)).squeeze(-1).float()
-        accept = uniforms[:, :K] * q_at_draft < p_at_draft
+        accept = u_mid * q_at_draft.double() < p_at_draft.double()
     num_accepted = accept.long().cumprod(dim=1).sum(dim=1)  # leading accepts, [B]
 
     p_row = target_probs[rows, num_accepted].float()  # [B, V]: residual or bonus row of p

@@ -421,7 +421,7 @@ def torch_chain(p, x, q, u):
     ar = torch.arange(batch, device=p.device)
     p_x = p[:, :num_k].gather(2, x[..., None])[..., 0].float()
     q_x = q.gather(2, x[..., None])[..., 0].float()
-    accept = (q_x > 0) & (u[:, :num_k] * q_x < p_x)
+    accept = (q_x > 0) & ((u[:, :num_k].double() + 2.0**-25) * q_x.double() < p_x.double())
     a = accept.int().cumprod(1).sum(1)
     p_j = p[ar, a].float()
     q_j = q[ar, a.clamp(max=num_k - 1)].float()

@@ -81,15 +81,16 @@ def _clean(values: torch.Tensor) -> torch.Tensor:
 
 
 def independent_acceptances(target_probs, draft_token_ids, draft_probs, uniforms) -> torch.Tensor:
-    """[B] int64: drafts i < S with ok(x_i), q_i(x_i) > 0 and u_i q_i(x_i) < p_i(x_i) (cleaned, fp32, the
-    kernel's test), every position tested whether or not an earlier one was rejected."""
+    """[B] int64: drafts i < S with ok(x_i), q_i(x_i) > 0 and (u_i + 2^-25) q_i(x_i) < p_i(x_i) (cleaned,
+    the kernel's test in float64), every position tested whether or not an earlier one was rejected."""
     num_k, vocab = draft_token_ids.shape[1], target_probs.shape[2]
     x = draft_token_ids.long()
     ok = (x >= 0) & (x < vocab)
     xc = x.clamp(0, vocab - 1)[..., None]
     p_x = _clean(target_probs[:, :num_k].gather(2, xc).squeeze(2))
     q_x = _clean(draft_probs.gather(2, xc).squeeze(2))
-    return (ok & (q_x > 0) & (uniforms[:, :num_k] * q_x < p_x)).sum(dim=1)
+    u_mid = uniforms[:, :num_k].double() + 2.0**-25  # docs/semantics.md: the uniform's cell midpoint
+    return (ok & (q_x > 0) & (u_mid * q_x.double() < p_x.double())).sum(dim=1)
 
 
 def chain_speculative_sampling(

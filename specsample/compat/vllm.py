@@ -37,8 +37,9 @@ place: softmax writes into a [T + 1, V] buffer viewed as [B, K+1, V] (row K of r
 b + 1's first row, or the spare row, and is never used: the bonus token comes from vLLM). Ragged
 batches gather the rows into the padded layout first (one copy of B (K+1) V floats).
 
-Differences from vLLM's kernels, where ours is docs/semantics.md: acceptance is `u q(x) < p(x)`
-(vLLM: `p(x) / q(x) >= u`; they differ only on a measure-zero boundary), the recovered token is drawn
+Differences from vLLM's kernels, where ours is docs/semantics.md: acceptance is
+`(u + 2^-25) q(x) < p(x)`, the uniform's 2^-24 cell midpoint (vLLM: `p(x) / q(x) >= u`, which accepts
+a draft of ratio below 2^-24 at u = 0), the recovered token is drawn
 by inverse CDF at one uniform (vLLM: an exponential race), an empty residual falls back to p (vLLM
 returns token 0), and a row whose target has no mass emits -1 in the recovered slot.
 """

@@ -141,7 +141,7 @@ def _emit_rows(
 
     fallback = (a < n) and sum r == 0 -> r := clean p_a.  total = sum r; valid = total > 0.
     token = smallest v with r_v > 0 and cumsum(r)_v > (u_K + 2^-25) * total, else the largest v with
-    r_v > 0 (u_K + 2^-25: the midpoint of a 2^-24-grid uniform's cell, reference.chain.INVERSE_CDF_OFFSET):
+    r_v > 0 (u_K + 2^-25: the midpoint of a 2^-24-grid uniform's cell, reference.chain.UNIFORM_HALF_STEP)
     first the chunk (prefix over chunk sums), then the token inside that one chunk (re-read)."""
     rejected = a < n
     c = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]
@@ -220,8 +220,8 @@ def _chain_kernel(
     NUM_STAGES: tl.constexpr,
     LANE_I64: tl.constexpr,
 ):  # fmt: skip
-    # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and u_i q(x_i) < p(x_i)
-    #                                          (one-hot) u_i < p(x_i); a = first rejection (or n).
+    # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and (u_i + 2^-25) q(x_i) < p(x_i)
+    #                                          (one-hot) u_i + 2^-25 < p(x_i); a = first rejection (or n).
     # r = max(0, p_a - q_a) | p_a with x_a zeroed | p_n (bonus);  partial[c] = (sum_c r, sum_c p_a).
     # Program (row block, s) streams chunks [s T, (s + 1) T) of row a; the last to arrive emits.
     pid_rows = tl.program_id(0)
@@ -237,11 +237,12 @@ def _chain_kernel(
     ok = used & (x >= 0) & (x < V)
     p_x = _clean(tl.load(p_ptr + rows[:, None] * sp_b + k * sp_k + x * sp_v, mask=ok, other=0.0))
     u = _uniforms(k, rows[:, None], used, u_ptr, su_b, su_k, seed[:, None], offset[:, None], SEEDED)
+    u_mid = u.to(tl.float64) + 2.9802322387695312e-08  # u + 2^-25, the midpoint of u's cell: exact
     if HAS_DRAFT_PROBS:
         q_x = _clean(tl.load(q_ptr + rows[:, None] * sq_b + k * sq_k + x * sq_v, mask=ok, other=0.0))
-        accept = ok & (q_x > 0.0) & (u.to(tl.float64) * q_x < p_x)  # exact: 24 x 24 bits < 53
+        accept = ok & (q_x > 0.0) & (u_mid * q_x < p_x)  # exact: 25 x 24 bits < 53
     else:
-        accept = ok & (u.to(tl.float64) < p_x)
+        accept = ok & (u_mid < p_x)
     a = tl.min(tl.where(accept, KP1_POW2, k), axis=1)  # <= n: positions >= n never accept
     x_j = tl.sum(tl.where(k == a[:, None], x, 0), axis=1)  # used only where a < n
     rejected = a < n

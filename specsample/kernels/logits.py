@@ -12,7 +12,8 @@ treated as invalid, not as "all the mass"). T_b == 0 rows are greedy; 0 < T_b < 
 NaN, inf) makes the row invalid: tokens all -1, num_accepted 0, valid False.
 
 Randomness is a pure function of (seed_b, offset_b, position, token): the acceptance uniform of draft
-i is word 0 of Philox(seed, offset, index=i, STREAM_LOGITS_UNIFORM, position=0); the emitted token at
+i is word 0 of Philox(seed, offset, index=i, STREAM_LOGITS_UNIFORM, position=0), used at its cell's
+midpoint u_i + 2^-25 (docs/semantics.md); the emitted token at
 position j is the winner of the exponential race argmax_v r_v / E_v with E_v from word v % 4 of
 Philox(seed, offset, index=v // 4, STREAM_LOGITS_RESIDUAL, position=j). Hence batch-invariant,
 chunk-invariant in law, CUDA-graph safe and identical across tensor-parallel ranks given equal seeds.
@@ -376,8 +377,9 @@ def _race_block(
     FAST_LOG: tl.constexpr = False,
 ):  # fmt: skip
     # log p_i(v) = (l_iv - M_i) / T - log S_i   (log q_i likewise from the draft statistics)
-    # accept x_i (i < n, 0 <= x_i < V):  classic  d_i(x_i) finite and u_i < p_i(x_i) / q_i(x_i)
-    #                                     one-hot  u_i < p_i(x_i);   greedy  x_i == argmax_v l_iv
+    # accept x_i (i < n, 0 <= x_i < V):  classic  d_i(x_i) finite and m_i < p_i(x_i) / q_i(x_i)
+    #                                     one-hot  m_i < p_i(x_i);   greedy  x_i == argmax_v l_iv
+    # (m_i = u_i + 2^-25, the midpoint of the uniform's 2^-24 cell)
     # j = first rejection (or n).  log r_v = log(p_v - q_v) = log p_v + log(1 - e^(log q_v - log p_v))
     # where p_v > q_v (classic), log p_v off x_j (one-hot), log p_v (bonus row j = n).
     # token = argmax_v log r_v - log E_v; no residual mass: the same race over p (fallback).
@@ -404,15 +406,16 @@ def _race_block(
     zero = rk * 0
     w0, _, _, _ = philox_words(seed[:, None] + zero, offset[:, None] + zero, pos + zero,
                                STREAM_LOGITS_UNIFORM, zero)  # fmt: skip
-    u = uniform_from_word(w0)
+    u = uniform_from_word(w0).to(tl.float64) + 2.9802322387695312e-08  # u + 2^-25: its cell's midpoint
     if HAS_DRAFT_LOGITS:
         big_md, log_sd, _ = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, drafted, inv_t, NC1, False)
         d_x = _clean_logits(tl.load(d_ptr + req[:, None] * sd_b + tl.minimum(pos, K - 1) * sd_k + x * sd_v,
                                     mask=gather, other=float("-inf")))  # fmt: skip
         lq_x = _log_prob(d_x, big_md, log_sd, inv_t[:, None])
-        accept_sampled = (d_x > _NEG_INF) & (u < tl.exp(lp_x - tl.where(d_x > _NEG_INF, lq_x, 0.0)))
+        ratio = tl.exp(lp_x - tl.where(d_x > _NEG_INF, lq_x, 0.0))
+        accept_sampled = (d_x > _NEG_INF) & (u < ratio.to(tl.float64))
     else:
-        accept_sampled = u < tl.exp(lp_x)
+        accept_sampled = u < tl.exp(lp_x).to(tl.float64)
     accept_greedy = (x == arg) & (big_m > _NEG_INF)
     accept = ok & tl.where(sampled[:, None], accept_sampled, accept_greedy)
     j = tl.min(tl.where(drafted & ~accept, pos, K + 1), axis=1)

@@ -19,12 +19,13 @@ import numpy as np
 
 from specsample.reference.philox import STREAM_CHAIN_UNIFORM, chain_uniforms
 
-# The inverse CDF is evaluated at u_K + 2^-25: the midpoint of u_K's cell when u_K is a float32
-# uniform on the 2^-24 grid (torch.rand, the Philox uniforms). At u_K itself (the cell's left end)
-# u_K = 0, which has probability 2^-24, would emit the first token of positive residual mass however
-# small its mass: `specsample verify --budget full` caught exactly that (H200 run 16, a token of
-# relative mass 6e-22 emitted once in 8e6 rows). docs/semantics.md.
-INVERSE_CDF_OFFSET = 2.0**-25
+# Every uniform is used at u + 2^-25: the midpoint of u's cell when u is a float32 uniform on the
+# 2^-24 grid (torch.rand, the Philox uniforms). At u itself (the cell's left end), u = 0, which has
+# probability 2^-24, would emit the first token of positive residual mass however small its mass,
+# and accept a draft however small p(x) / q(x): a bias of 2^-24 towards events of negligible
+# probability. `specsample verify --budget full` caught the first (H200 run 16, a token of relative
+# mass 6e-22 emitted once in 8e6 rows). docs/semantics.md.
+UNIFORM_HALF_STEP = 2.0**-25
 
 # Elements of one [rows, V] float64 work array: chunks of rows are sized to stay cache-friendly.
 _CHUNK_ELEMENTS = 1 << 17
@@ -175,7 +176,7 @@ def _chain_rows(p, x, q, u, n, tol, tokens, num_accepted, fallback, valid, ambig
         safe_x = np.where(in_vocab, x_i, 0)
         p_x = clean_mass(p[testing, i, safe_x])
         p_x[~in_vocab] = 0.0
-        u_i = u[testing, i]
+        u_i = u[testing, i] + UNIFORM_HALF_STEP  # the midpoint of u_i's cell (exact in float64)
         if q is None:
             accept = u_i < p_x
             # |u - p_x| <= tol p_x; at p_x == 0 the test u < 0 can never flip
@@ -219,7 +220,7 @@ def _chain_rows(p, x, q, u, n, tol, tokens, num_accepted, fallback, valid, ambig
     # --- inverse CDF at u_K + 2^-25: smallest v with cumsum(r)[v] > (u_K + 2^-25) * sum(r) ---
     total = cum[:, -1]
     has_mass = total > 0.0
-    threshold = (u[:, num_k] + INVERSE_CDF_OFFSET) * total
+    threshold = (u[:, num_k] + UNIFORM_HALF_STEP) * total
     above = cum > threshold[:, None]
     token = np.argmax(above, axis=1)
     found = above[row_ids, token]

@@ -8,7 +8,8 @@ Semantics (docs/semantics.md transposed to logits; the kernel module docstring r
   anything else makes the row invalid (tokens all -1, num_accepted 0, valid False, fallback False).
 - Sampled rows: p_i = softmax(clean(target_logits[i]) / T_eff), q_i = softmax(clean(draft_logits[i]) / T_eff)
   (a row with no finite logit is all zeros), then the chain semantics of docs/semantics.md with
-  u_i = chain_uniforms(seed, offset, K, stream=STREAM_LOGITS_UNIFORM)[i] for the acceptance tests, and
+  u_i = chain_uniforms(seed, offset, K, stream=STREAM_LOGITS_UNIFORM)[i] + 2^-25 (its 2^-24 cell's
+  midpoint, docs/semantics.md) for the acceptance tests, and
   the emitted token drawn by the exponential race argmax_v r_v / E_v over the residual r (or over p on
   the fallback / bonus path), E_v = gumbel_exponentials(seed, offset, V, STREAM_LOGITS_RESIDUAL,
   position=j)[v]; ties go to the smallest index; r_v = 0 never wins.
@@ -35,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from specsample.reference.chain import UNIFORM_HALF_STEP
 from specsample.reference.philox import (
     STREAM_LOGITS_RESIDUAL,
     STREAM_LOGITS_UNIFORM,
@@ -150,8 +152,7 @@ def rejection_sample_logits_reference(
     lq = log_softmax_logits(dl, t_eff) if classic else None  # [B, K, V]
     arg, nonempty = first_argmax(lg)  # [B, K+1]
     u = chain_uniforms(seeds, offsets, max(num_k, 1), stream=STREAM_LOGITS_UNIFORM)[:, :num_k]
-    with np.errstate(divide="ignore"):
-        log_u = np.log(u)
+    log_u = np.log(u + UNIFORM_HALF_STEP)  # the midpoint of each uniform's 2^-24 cell (never 0)
     rows = np.arange(batch)
 
     def slack(*logs):  # the kernel's float32 error on log-probabilities of these magnitudes
@@ -245,7 +246,8 @@ def output_law(p, x, q=None, n=None) -> np.ndarray:
     """Exact law of (a, emitted token) for one request given float64 p [K+1, V], drafts x [K],
     q [K, V] (classic) or None (one-hot) and the draft count n (default K): array [K+1, V+1] whose
     entry [k, v] is P(a = k, token = v) and [k, V] is P(a = k, token = -1). The acceptance
-    uniforms are treated as continuous (the kernel's 2^-24 grid moves each beta by < 6e-8)."""
+    uniforms are treated as continuous (at its cells' midpoints the kernel's 2^-24 grid moves each
+    beta by <= 2^-25, and a beta below 2^-25 to 0)."""
     p = np.asarray(p, dtype=np.float64)
     k_plus_1, vocab = p.shape
     num_k = k_plus_1 - 1

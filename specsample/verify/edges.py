@@ -249,6 +249,18 @@ def _check_endpoints(sampler, rng) -> list[str]:
             f"endpoints: u_K = 0 with a first token of mass 1e-30 gave {out.tokens.tolist()}, expected "
             f"{ref.tokens.tolist()} (inverse CDF at the uniform's cell midpoint u_K + 2^-25)"
         )
+    # the same at an acceptance test: u_0 = 0 and p(x) / q(x) = 2e-30 must reject (m_0 q < p fails)
+    tiny[0, 0, 1], tiny[0, 0, 3] = 1e-30, 0.0
+    draft[0, 0, :] = 0.0
+    draft[0, 0, 1] = draft[0, 0, 2] = 0.5
+    u = np.array([[0.0, 0.5]])
+    out = _call(sampler, tiny, np.array([[1]]), draft, u)
+    ref = chain_rejection_reference(tiny, np.array([[1]]), draft, uniforms=u)
+    if not (np.array_equal(out.tokens, ref.tokens) and np.array_equal(out.num_accepted, ref.num_accepted)):
+        errs.append(
+            f"endpoints: u_0 = 0 with p(x) / q(x) = 2e-30 gave a = {out.num_accepted.tolist()}, tokens "
+            f"{out.tokens.tolist()}, expected a = 0, {ref.tokens.tolist()} (acceptance at the cell midpoint)"
+        )
     return errs
 
 

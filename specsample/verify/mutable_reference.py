@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsample.reference.chain import INVERSE_CDF_OFFSET
+from specsample.reference.chain import UNIFORM_HALF_STEP
 from specsample.reference.philox import (
     STREAM_CHAIN_UNIFORM,
     STREAM_GUMBEL,
@@ -102,9 +102,10 @@ def chain_sample(p, x, q, num_draft_tokens, u, bugs=frozenset()):
         xs = np.where(ok, x, 0)
     raw_px = np.asarray(p[rows[:, None], pos, xs], dtype=np.float64) if k else np.zeros((bsz, 0))
     px = _clean(raw_px) * ok
+    u_mid = u[:, :k] + UNIFORM_HALF_STEP  # the midpoint of each uniform's 2^-24 cell
     if q is None:
-        acc = ok & (u[:, :k] < px)
-        if "le_accepts_zero_prob" in bugs:
+        acc = ok & (u_mid < px)
+        if "le_accepts_zero_prob" in bugs:  # SGLang: u <= p on the raw uniform (accepts p = 0 at u = 0)
             acc = ok & (u[:, :k] <= px)
     else:
         q = np.asarray(q)
@@ -112,15 +113,15 @@ def chain_sample(p, x, q, num_draft_tokens, u, bugs=frozenset()):
         if "invalid_draft_accepted" in bugs:
             qx = raw_qx
             with np.errstate(invalid="ignore"):
-                acc = u[:, :k] * qx < px
+                acc = u_mid * qx < px
         else:
             qx = _clean(raw_qx) * ok
             if "acceptance_inverted" in bugs:
-                acc = ok & (qx > 0) & (u[:, :k] * px < qx)
-            elif "le_accepts_zero_prob" in bugs:
+                acc = ok & (qx > 0) & (u_mid * px < qx)
+            elif "le_accepts_zero_prob" in bugs:  # SGLang: u q <= p on the raw uniform
                 acc = ok & (qx > 0) & (u[:, :k] * qx <= px)
             else:
-                acc = ok & (qx > 0) & (u[:, :k] * qx < px)
+                acc = ok & (qx > 0) & (u_mid * qx < px)
     acc &= pos < n[:, None]
     a = np.cumprod(acc, axis=1).sum(axis=1) if k else np.zeros(bsz, np.int64)
     rejected = a < n
@@ -171,7 +172,7 @@ def chain_sample(p, x, q, num_draft_tokens, u, bugs=frozenset()):
     if "inverse_cdf_off_by_one" in bugs:
         cs = cs - r
     with np.errstate(invalid="ignore"):
-        target = (coin + INVERSE_CDF_OFFSET) * total
+        target = (coin + UNIFORM_HALF_STEP) * total
         idx = (cs <= target[:, None]).sum(axis=1)
     lost = idx >= width
     if np.any(lost):

@@ -140,6 +140,8 @@ _ANCHORS = {
     "gumbel_tile_tail": "vLLM GHSA-8wr5-jm2h-8r4f",
     "gumbel_noise_on_logits": "stats.md §5 mutant table",
     "kernel_le_accepts_zero_prob": "SGLang #35771",
+    "kernel_accept_left_end": "docs/semantics.md (uniform cell midpoint)",
+    "kernel_inverse_cdf_left_end": "verify --budget full, H200 run 16",
     "kernel_unclamped_residual": "DESIGN.md §4",
     "kernel_norm_sum_zero_last_token": "SGLang Triton kernel",
     "kernel_reused_coin": "SGLang before #7207",
@@ -159,9 +161,12 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "kernel_le_accepts_zero_prob",
         _CHAIN,
         "chain kernel: acceptance tests u*q <= p and u <= p (a zero-probability draft is accepted at u = 0)",
-        [
-            (r"(accept = ok & \(q_x > 0\.0\) & \([^<\n]*q_x) < (p_x\))", r"\1 <= \2"),
-            (r"(accept = ok & \(u[^<\n]*) < (p_x\))", r"\1 <= \2"),
+        [  # SGLang compares the raw uniform (no cell midpoint) with <=
+            (
+                r"accept = ok & \(q_x > 0\.0\) & \(u_mid \* q_x < p_x\)",
+                "accept = ok & (q_x > 0.0) & (u.to(tl.float64) * q_x <= p_x)",
+            ),
+            (r"accept = ok & \(u_mid < p_x\)", "accept = ok & (u.to(tl.float64) <= p_x)"),
         ],
     ),
     (
@@ -195,6 +200,18 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
             (
                 r"target = \(u_last\.to\(tl\.float64\) \+ 2\.9802322387695312e-08\) \* total",
                 "target = u_last.to(tl.float64) * total",
+            )
+        ],
+    ),
+    (
+        "kernel_accept_left_end",
+        _CHAIN,
+        "chain kernel: acceptance compares u instead of u + 2^-25 (u = 0 accepts a draft of any positive "
+        "ratio p / q, however small)",
+        [
+            (
+                r"u_mid = u\.to\(tl\.float64\) \+ 2\.9802322387695312e-08",
+                "u_mid = u.to(tl.float64)",
             )
         ],
     ),

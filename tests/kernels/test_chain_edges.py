@@ -252,3 +252,22 @@ def test_u_zero_does_not_emit_a_negligible_first_token(rejected):
     emitted = res.tokens[0, res.num_accepted[0]].item()
     assert res.num_accepted.tolist() == [0] and emitted == 2, res.tokens.tolist()
     assert ref.tokens[0].tolist() == res.tokens[0].tolist()
+
+
+@pytest.mark.parametrize("classic", [True, False])
+def test_u_zero_rejects_a_draft_of_negligible_ratio(classic):
+    """Acceptance compares the uniform's cell midpoint u + 2^-25 (docs/semantics.md): at u_0 = 0 a
+    draft with p(x) = 1e-30 (q(x) = 0.5) is rejected, and the residual draws token 2 or 3. Comparing
+    u itself accepts it (0 * q < p), a bias of 2^-24 towards negligible events. Kernel and float64
+    reference both."""
+    from specsample.reference.chain import chain_rejection_reference
+
+    p = [[[0.0, 1e-30, 0.5, 0.5], [0.25, 0.25, 0.25, 0.25]]]
+    q = [[[0.0, 0.5, 0.5, 0.0]]] if classic else None
+    u = [[0.0, 0.5]]
+    res = run(p, [[1]], q, u)
+    ref = chain_rejection_reference(np.asarray(p, np.float32), np.array([[1]]),
+                                    None if q is None else np.asarray(q, np.float32),
+                                    uniforms=np.asarray(u, np.float32))  # fmt: skip
+    assert res.num_accepted.tolist() == [0] and ref.num_accepted.tolist() == [0]
+    assert res.tokens[0].tolist() == ref.tokens[0].tolist() and res.tokens[0, 0].item() in (2, 3)

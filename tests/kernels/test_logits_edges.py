@@ -240,3 +240,23 @@ def test_extreme_temperatures_follow_reference():
     kernel, ref = run_both(case)
     assert not np.any(row_mismatch(kernel, ref) & ~ref.ambiguous)
     assert kernel[3].all()
+
+
+@pytest.mark.parametrize("classic", [True, False])
+def test_zero_uniform_rejects_a_draft_of_negligible_ratio(classic):
+    """Acceptance compares the uniform's cell midpoint u + 2^-25 (docs/semantics.md): with u_0 = 0
+    exactly (seed 32188800, offset 0: checked below) a draft whose p(x) / q(x) is ~1e-18 is rejected.
+    Comparing u itself accepts it (0 < p / q), a bias of 2^-24 towards negligible events."""
+    from specsample.reference.philox import STREAM_LOGITS_UNIFORM, chain_uniforms
+
+    seeds, offsets = torch.tensor([32188800]), torch.tensor([0])
+    assert chain_uniforms(seeds.numpy(), offsets.numpy(), 1, stream=STREAM_LOGITS_UNIFORM)[0, 0] == 0.0
+    lg = torch.tensor([[[0.0, 0.0, 0.0, -40.0], [0.0, 0.0, 0.0, 0.0]]])  # p(3) = e^-40 / 3 ~ 1.4e-18
+    dl = torch.zeros(1, 1, 4) if classic else None  # q(3) = 1/4
+    args = dict(target_logits=lg, draft_token_ids=torch.tensor([[3]]), draft_logits=dl,
+                temperature=torch.ones(1), seeds=seeds, offsets=offsets)  # fmt: skip
+    out = sample_logits(**args)
+    ref = rejection_sample_logits_reference(**{k: (v.numpy() if isinstance(v, torch.Tensor) else v)
+                                               for k, v in args.items()})  # fmt: skip
+    assert out.num_accepted.tolist() == [0] and ref.num_accepted.tolist() == [0]
+    assert out.tokens[0, 0].item() != 3

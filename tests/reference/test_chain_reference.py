@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from specsample.reference.chain import (
-    INVERSE_CDF_OFFSET,
+    UNIFORM_HALF_STEP,
     chain_rejection_reference,
     chain_seeded_uniforms,
     clean_mass,
@@ -341,21 +341,22 @@ def test_rounding_guard_returns_last_token_with_mass():
 
 
 def test_ambiguity_flags_boundary_decisions(request):
-    """ambiguous marks rows whose decision sits within relative tol of a boundary: u q = p
-    exactly (tol = 0), a near-tie under tol = 1e-6 but not under tol = 0, an inverse-CDF tie
-    (u_K + 2^-25) sum(r) = cumsum(r)[v]; it stays False for decisions no perturbation can flip (p(x) = 0)."""
+    """ambiguous marks rows whose decision sits within relative tol of a boundary: m q = p
+    exactly (m = u + 2^-25; tol = 0), a near-tie under tol = 1e-6 but not under tol = 0, an
+    inverse-CDF tie m_K sum(r) = cumsum(r)[v]; it stays False for decisions no perturbation can flip
+    (p(x) = 0)."""
     p = np.array([[[0.25, 0.75], [0.5, 0.5]]])
     q = np.array([[[0.5, 0.5]]])
     x = np.array([[0]])
-    tie = chain_rejection_reference(p, x, q, uniforms=np.array([[0.5, 0.9]]))
+    tie = chain_rejection_reference(p, x, q, uniforms=np.array([[0.5 - UNIFORM_HALF_STEP, 0.9]]))
     assert tie.num_accepted[0] == 0 and tie.ambiguous[0]
-    near = np.array([[0.5 * (1 + 1e-8), 0.9]])
+    near = np.array([[0.5 * (1 + 1e-8) - UNIFORM_HALF_STEP, 0.9]])
     assert chain_rejection_reference(p, x, q, uniforms=near, tol=1e-6).ambiguous[0]
     assert not chain_rejection_reference(p, x, q, uniforms=near, tol=0.0).ambiguous[0]
     cdf_tie = chain_rejection_reference(p, x, q, uniforms=np.array([[0.9, 0.0]]))  # residual [0, 1]
     assert not cdf_tie.ambiguous[0]
     # (u_K + 2^-25) * sum(r) = 0.25 = cumsum(r)[0]: the inverse CDF sits exactly on a boundary
-    bonus_u = np.array([[0.25 - INVERSE_CDF_OFFSET]])
+    bonus_u = np.array([[0.25 - UNIFORM_HALF_STEP]])
     bonus_tie = chain_rejection_reference(p[:, :1], np.zeros((1, 0), np.int64), uniforms=bonus_u)
     assert bonus_tie.tokens[0, 0] == 1 and bonus_tie.ambiguous[0]
     rng = np.random.default_rng(test_seed(request.node.nodeid))
@@ -416,9 +417,9 @@ def _literal_row(p, q, x, u, n):
     for i in range(n):
         ok = 0 <= x[i] < vocab
         if clean_q is None:
-            accept = ok and u[i] < clean[i][x[i]]
+            accept = ok and u[i] + 2.0**-25 < clean[i][x[i]]
         else:
-            accept = ok and clean_q[i][x[i]] > 0 and u[i] * clean_q[i][x[i]] < clean[i][x[i]]
+            accept = ok and clean_q[i][x[i]] > 0 and (u[i] + 2.0**-25) * clean_q[i][x[i]] < clean[i][x[i]]
         if not accept:
             break
         a += 1

@@ -87,4 +87,4 @@ def test_kernel_mutants_leave_no_state_behind(mutant_run):
     assert np.array_equal(got.tokens.numpy()[~ref.ambiguous], ref.tokens[~ref.ambiguous])
     assert np.array_equal(got.num_accepted.numpy(), ref.num_accepted)
     killed = {m.name: m.killed_by for m in mutant_run[0]}
-    assert killed["kernel_inverse_cdf_left_end"], killed
+    assert killed["kernel_inverse_cdf_left_end"] and killed["kernel_accept_left_end"], killed
