@@ -14,7 +14,7 @@ float64 twin. One launch, no host synchronisation, no data-dependent shapes (CUD
    writes tokens / num_accepted / fallback / valid and resets the counter (kernels/_arrivals.py).
 
 Arithmetic: inputs are widened to float64 before anything is summed. The acceptance test
-u q(x) < p(x) is then exact (a product of two 24-bit mantissas fits in 53 bits), p - q is exact,
+(u + 2^-25) q(x) < p(x) is then exact (a 25-bit by 24-bit product fits in 53 bits), p - q is exact,
 and the sums behind the inverse CDF carry relative errors of order 2^-53 instead of 2^-24: with
 float32 sums the token would flip on about V 2^-25 of all rows (~0.5% at V = 151936), with float64
 on ~V 2^-54. Comparisons that are exact in float32 (clean(), p > q) stay in float32. The streaming

@@ -679,7 +679,8 @@ def rejection_sample_logits(
     _config: dict | None = None,
 ) -> SampleResult:
     """Speculative rejection sampling from logits: classic when `draft_logits` is given (accept x_i
-    iff u_i < p_i(x_i) / q_i(x_i)), one-hot drafts otherwise (accept iff u_i < p_i(x_i)).
+    iff u_i + 2^-25 < p_i(x_i) / q_i(x_i), the uniform at its 2^-24 cell's midpoint), one-hot drafts
+    otherwise (accept iff u_i + 2^-25 < p_i(x_i)).
 
     target_logits [B, K+1, V] and draft_logits [B, K, V]: fp32/bf16/fp16, any strides (stride-0
     broadcasts are read in place). draft_token_ids [B, K] int32/int64; num_draft_tokens [B]

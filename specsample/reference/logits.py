@@ -168,7 +168,7 @@ def rejection_sample_logits_reference(
         xs = np.where(ok, xi, 0)
         lp_x = np.where(ok, lp[rows, i, xs], -np.inf)
         with np.errstate(invalid="ignore"):
-            if classic:  # u q(x) < p(x), in logs: exact for probabilities far below float64 range
+            if classic:  # m q(x) < p(x), m = u + 2^-25, in logs: exact far below float64 range
                 lq_x = np.where(ok, lq[rows, i, xs], -np.inf)
                 lhs = log_u[:, i] + lq_x
                 acc_s = ok & np.isfinite(lq_x) & (lhs < lp_x)
