@@ -32,6 +32,18 @@ def copy_bandwidth(device: str = "cuda") -> float:
     return 2 * src.numel() * 4 / (ms * 1e-3)
 
 
+def chain_perf_inputs(batch, num_k, vocab, dtype, gen, device="cuda"):
+    """(p, x, q, u) for timing the chain kernel: p = softmax of N(0, 3^2) logits, q = softmax of those
+    logits plus N(0, 1) noise, drafts x drawn from q, uniforms u; p and q cast to `dtype`."""
+    logits = torch.randn(batch, num_k + 1, vocab, generator=gen, device=device) * 3.0
+    p = torch.softmax(logits, -1)
+    noise = torch.randn(batch, num_k, vocab, generator=gen, device=device)
+    q = torch.softmax(logits[:, :num_k] + noise, -1)
+    x = torch.multinomial(q.reshape(-1, vocab), 1, generator=gen).reshape(batch, num_k)
+    u = torch.rand(batch, num_k + 1, generator=gen, device=device)
+    return p.to(dtype), x, q.to(dtype), u
+
+
 def graph_time(fn) -> float:
     """Median ms per replay of a CUDA graph holding one call of `fn` (warmed up on a side stream)."""
     from triton.testing import do_bench

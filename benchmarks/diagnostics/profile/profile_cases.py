@@ -22,6 +22,9 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "ci", "gpu"))
+
+from gpu_common import chain_perf_inputs  # noqa: E402  (ci/gpu: the inputs chain_gpu.py times)
 
 from specsample.kernels import chain as kc  # noqa: E402
 from specsample.kernels import gumbel as kg  # noqa: E402
@@ -31,21 +34,12 @@ OUT = os.environ.get("OUT", "./out")
 DEV = "cuda"
 
 
-def chain_inputs(batch, num_k, vocab, gen, dtype=torch.float32):
-    logits = torch.randn(batch, num_k + 1, vocab, generator=gen, device=DEV) * 3.0
-    p = torch.softmax(logits, -1)
-    q = torch.softmax(logits[:, :num_k] + torch.randn(batch, num_k, vocab, generator=gen, device=DEV), -1)
-    x = torch.multinomial(q.reshape(-1, vocab), 1, generator=gen).reshape(batch, num_k)
-    u = torch.rand(batch, num_k + 1, generator=gen, device=DEV)
-    return p.to(dtype), x, q.to(dtype), u
-
-
 def cases(gen):
     """name -> zero-argument callable launching the kernel(s) of that case."""
     out = {}
-    p, x, q, u = chain_inputs(64, 4, 151936, gen)
+    p, x, q, u = chain_perf_inputs(64, 4, 151936, torch.float32, gen)
     out["chain default (64,4,151936)"] = lambda: kc._launch(p, x, q, None, u, None, None)
-    pb, xb, qb, ub = chain_inputs(64, 4, 151936, gen, torch.bfloat16)
+    pb, xb, qb, ub = chain_perf_inputs(64, 4, 151936, torch.bfloat16, gen)
     out["chain default bf16 (64,4,151936)"] = lambda: kc._launch(pb, xb, qb, None, ub, None, None)
     for batch, vocab in ((64, 151936), (256, 128256)):
         probs = torch.softmax(torch.randn(batch, vocab, generator=gen, device=DEV) * 3.0, -1)
@@ -92,7 +86,7 @@ def host() -> None:
     """Host time per eager call (the GPU is far from saturated at 1 row, so the CPU is the
     bottleneck): wall time over 2000 calls, then a cProfile of 500 calls (top 30 by own time)."""
     gen = torch.Generator(DEV).manual_seed(0)
-    p, x, q, u = chain_inputs(1, 4, 32000, gen)
+    p, x, q, u = chain_perf_inputs(1, 4, 32000, torch.float32, gen)
     probs = torch.softmax(torch.randn(1, 151936, generator=gen, device=DEV), -1)
     seeds = torch.zeros(1, dtype=torch.int64, device=DEV)
     offsets = torch.zeros(1, dtype=torch.int64, device=DEV)
