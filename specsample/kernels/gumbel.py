@@ -198,7 +198,6 @@ def _race_chunk_kernel(
     NUM_SAMPLES: tl.constexpr,
     UNIT_STRIDE_V: tl.constexpr,
     FAST_LOG2: tl.constexpr,
-    NUM_STAGES: tl.constexpr,
 ):
     # score_v = p_v / E_v over tokens with 0 < p_v < inf (others never win). n = 1: per lane, a
     # running best (p, c E, id) over the chunk's tiles compared by cross-multiplication, with the
@@ -221,18 +220,11 @@ def _race_chunk_kernel(
         best_e = tl.full((BLOCK_ROWS, GROUPS), 1.0, tl.float32)
         best_index = tl.zeros((BLOCK_ROWS, GROUPS), tl.int32)
         first_tile = chunk.to(tl.int32) * tiles_per_chunk
-        if NUM_STAGES == 0:  # the compiler's default schedule for the loop
-            for t in range(0, tiles_per_chunk):
-                best_p, best_e, best_index = _race_tile_best(
-                    best_p, best_e, best_index, row_base, stride_v, V, row_ok, seed, offset,
-                    (first_tile + t) * BLOCK_V, token, GROUPS, UNIT_STRIDE_V, FAST_LOG2,
-                )  # fmt: skip
-        else:  # explicit software pipelining: loads of the next NUM_STAGES - 1 tiles in flight
-            for t in tl.range(0, tiles_per_chunk, num_stages=NUM_STAGES):
-                best_p, best_e, best_index = _race_tile_best(
-                    best_p, best_e, best_index, row_base, stride_v, V, row_ok, seed, offset,
-                    (first_tile + t) * BLOCK_V, token, GROUPS, UNIT_STRIDE_V, FAST_LOG2,
-                )  # fmt: skip
+        for t in range(0, tiles_per_chunk):
+            best_p, best_e, best_index = _race_tile_best(
+                best_p, best_e, best_index, row_base, stride_v, V, row_ok, seed, offset,
+                (first_tile + t) * BLOCK_V, token, GROUPS, UNIT_STRIDE_V, FAST_LOG2,
+            )  # fmt: skip
         found = best_p > 0.0
         score = tl.log2(tl.where(found, best_p, 1.0)) - tl.log2(best_e) - 6.0  # best_e = 2^-6 E
         score = tl.where(found, score, float("-inf"))
@@ -304,7 +296,6 @@ class RaceTiling(NamedTuple):
     block_v: int
     tiles_per_chunk: int
     num_warps: int
-    num_stages: int = 0  # 0: the compiler's default loop schedule; k >= 1: tl.range(num_stages=k)
 
 
 @functools.lru_cache(maxsize=512)  # a pure function of its arguments, on every eager call's path
@@ -452,7 +443,6 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
         NUM_SAMPLES=num_samples,
         UNIT_STRIDE_V=probs.stride(1) == 1,
         FAST_LOG2=not interpreting(),
-        NUM_STAGES=tiling.num_stages,
         num_warps=tiling.num_warps,
     )
     score = (
