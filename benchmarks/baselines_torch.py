@@ -22,6 +22,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from specsample.reference.chain import UNIFORM_HALF_STEP
+
 
 def chain_rejection_torch(
     target_probs: torch.Tensor,
@@ -37,7 +39,7 @@ def chain_rejection_torch(
     ids = draft_token_ids.long()
     rows = torch.arange(B, device=target_probs.device)
     p_at_draft = target_probs[:, :K].gather(2, ids.unsqueeze(-1)).squeeze(-1).float()
-    u_mid = uniforms[:, :K].double() + 2.0**-25  # the uniform's cell midpoint (docs/semantics.md)
+    u_mid = uniforms[:, :K].double() + UNIFORM_HALF_STEP  # the uniform's cell midpoint (docs/semantics.md)
     if draft_probs is None:
         accept = u_mid < p_at_draft.double()
     else:
@@ -58,7 +60,7 @@ def chain_rejection_torch(
     residual = torch.where(fallback.unsqueeze(1), p_row, residual)
     total = torch.where(fallback, p_row.sum(dim=1), total)
     cdf = residual.cumsum(dim=1)
-    target = ((uniforms[:, K].double() + 2.0**-25) * total).float().unsqueeze(1)
+    target = ((uniforms[:, K].double() + UNIFORM_HALF_STEP) * total).float().unsqueeze(1)
     token = torch.searchsorted(cdf, target, right=True).squeeze(1).clamp_(max=V - 1)
 
     positions = torch.arange(K1, device=target_probs.device)

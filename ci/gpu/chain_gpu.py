@@ -42,11 +42,19 @@ from triton.testing import do_bench  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from gpu_common import ALPHA, BETA, copy_bandwidth, graph_law_row, graph_time, pick_eps  # noqa: E402
+from gpu_common import (  # noqa: E402
+    ALPHA,
+    BETA,
+    chain_perf_inputs,
+    copy_bandwidth,
+    graph_law_row,
+    graph_time,
+    pick_eps,
+)
 
 from specsample.kernels.chain import _launch, _launch_config, chain_rejection_sample  # noqa: E402
 from specsample.reference import laws  # noqa: E402
-from specsample.reference.chain import chain_rejection_reference  # noqa: E402
+from specsample.reference.chain import UNIFORM_HALF_STEP, chain_rejection_reference  # noqa: E402
 from specsample.stats import assert_gof, tv_ucb_from_coupling  # noqa: E402
 
 OUT = os.environ.get("OUT", "./out")
@@ -421,7 +429,7 @@ def torch_chain(p, x, q, u):
     ar = torch.arange(batch, device=p.device)
     p_x = p[:, :num_k].gather(2, x[..., None])[..., 0].float()
     q_x = q.gather(2, x[..., None])[..., 0].float()
-    accept = (q_x > 0) & ((u[:, :num_k].double() + 2.0**-25) * q_x.double() < p_x.double())
+    accept = (q_x > 0) & ((u[:, :num_k].double() + UNIFORM_HALF_STEP) * q_x.double() < p_x.double())
     a = accept.int().cumprod(1).sum(1)
     p_j = p[ar, a].float()
     q_j = q[ar, a.clamp(max=num_k - 1)].float()
@@ -430,25 +438,18 @@ def torch_chain(p, x, q, u):
     fallback = rejected & (r.sum(1, keepdim=True) <= 0)
     r = torch.where(fallback, p_j, r)
     cs = r.cumsum(1)
-    target = ((u[:, num_k].double() + 2.0**-25) * cs[:, -1]).float()  # docs/semantics.md: u_K + 2^-25
+    target = (
+        (u[:, num_k].double() + UNIFORM_HALF_STEP) * cs[:, -1]
+    ).float()  # docs/semantics.md: u_K + 2^-25
     token = torch.searchsorted(cs, target[:, None], right=True).clamp_(max=vocab - 1)
     out = torch.where(torch.arange(k1, device=p.device)[None] < a[:, None], torch.cat([x, x[:, :1]], 1), -1)
     return out.scatter_(1, a[:, None].long(), token)
 
 
-def perf_inputs(batch, num_k, vocab, dtype, gen):
-    logits = torch.randn(batch, num_k + 1, vocab, generator=gen, device=DEV) * 3.0
-    p = torch.softmax(logits, -1)
-    q = torch.softmax(logits[:, :num_k] + torch.randn(batch, num_k, vocab, generator=gen, device=DEV), -1)
-    x = torch.multinomial(q.reshape(-1, vocab), 1, generator=gen).reshape(batch, num_k)
-    u = torch.rand(batch, num_k + 1, generator=gen, device=DEV)
-    return p.to(dtype), x, q.to(dtype), u
-
-
 def perf(shape, bw, gen) -> None:
     batch, num_k, vocab = shape
     for name, dtype in DTYPES.items():
-        p, x, q, u = perf_inputs(batch, num_k, vocab, dtype, gen)
+        p, x, q, u = chain_perf_inputs(batch, num_k, vocab, dtype, gen, DEV)
 
         def fn(p=p, x=x, q=q, u=u):
             return chain_rejection_sample(p, x, q, uniforms=u)
@@ -494,7 +495,7 @@ def sweep(shape, gen) -> None:
     chunks per program (tiles), loop pipelining depth and lane-offset width, fp32, to check the
     _launch_config defaults."""
     batch, num_k, vocab = shape
-    p, x, q, u = perf_inputs(batch, num_k, vocab, torch.float32, gen)
+    p, x, q, u = chain_perf_inputs(batch, num_k, vocab, torch.float32, gen, DEV)
     default = _launch_config(batch, vocab)
     for block_v, warps, tiles, stages, lane_i64 in SWEEP:
         cfg = dict(block_v=block_v, num_warps=warps, tiles=min(tiles, triton.cdiv(vocab, block_v)),

@@ -42,6 +42,7 @@ from specsample.kernels._checks import FLOAT_DTYPES as _FLOAT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _INT_DTYPES
 from specsample.kernels._checks import check_tensor as _check
 from specsample.kernels._checks import fail as _fail
+from specsample.reference.chain import UNIFORM_HALF_STEP
 
 _ROW_KEY_STEP = -7046029254386353131  # 0x9E3779B97F4A7C15 as a signed int64
 
@@ -89,7 +90,7 @@ def independent_acceptances(target_probs, draft_token_ids, draft_probs, uniforms
     xc = x.clamp(0, vocab - 1)[..., None]
     p_x = _clean(target_probs[:, :num_k].gather(2, xc).squeeze(2))
     q_x = _clean(draft_probs.gather(2, xc).squeeze(2))
-    u_mid = uniforms[:, :num_k].double() + 2.0**-25  # docs/semantics.md: the uniform's cell midpoint
+    u_mid = uniforms[:, :num_k].double() + UNIFORM_HALF_STEP  # docs/semantics.md: the uniform's cell midpoint
     return (ok & (q_x > 0) & (u_mid * q_x.double() < p_x.double())).sum(dim=1)
 
 

@@ -52,6 +52,7 @@ from specsample.kernels._checks import FLOAT_DTYPES as _FLOAT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _INT_DTYPES
 from specsample.kernels._checks import check_tensor as _check
 from specsample.kernels._checks import fail as _fail
+from specsample.reference.chain import UNIFORM_HALF_STEP
 
 PLACEHOLDER_TOKEN_ID = -1
 _BELOW_ONE = 1.0 - 2.0**-24  # largest float32 below 1
@@ -230,7 +231,7 @@ def bonus_tokens(target_probs, n, u_last) -> torch.Tensor:
     ]
     rows = torch.nan_to_num(rows, nan=0.0, posinf=0.0).clamp_min(0.0)
     cdf = rows.cumsum(-1)
-    thresh = ((u_last.double() + 2.0**-25) * cdf[:, -1].double()).float()  # docs/semantics.md
+    thresh = ((u_last.double() + UNIFORM_HALF_STEP) * cdf[:, -1].double()).float()  # docs/semantics.md
     idx = (cdf <= thresh[:, None]).sum(-1).clamp(max=rows.shape[1] - 1)
     return idx.view(batch, 1).to(torch.int32)
 

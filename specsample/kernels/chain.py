@@ -43,7 +43,7 @@ from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
 from specsample.kernels._launch import cdiv, interpreting, next_pow2
-from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, philox_words, uniform_from_word
+from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult
 
 _GPU_SMS = 132  # H200; only used to size the vocabulary split
@@ -155,7 +155,7 @@ def _emit_rows(
     total = tl.max(cum, axis=1)
     valid = row_ok & (total > 0.0)
     u_last = _uniforms(K, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED)
-    target = (u_last.to(tl.float64) + 2.9802322387695312e-08) * total  # (u_K + 2^-25) total, exact sum
+    target = (u_last.to(tl.float64) + UNIFORM_HALF_STEP) * total  # (u_K + 2^-25) total, exact sum
     crossing = c_ok & (sel > 0.0) & (cum > target[:, None])
     first_chunk = tl.min(tl.where(crossing, c, CHUNKS_POW2), axis=1)
     found = first_chunk < CHUNKS_POW2
@@ -237,7 +237,7 @@ def _chain_kernel(
     ok = used & (x >= 0) & (x < V)
     p_x = _clean(tl.load(p_ptr + rows[:, None] * sp_b + k * sp_k + x * sp_v, mask=ok, other=0.0))
     u = _uniforms(k, rows[:, None], used, u_ptr, su_b, su_k, seed[:, None], offset[:, None], SEEDED)
-    u_mid = u.to(tl.float64) + 2.9802322387695312e-08  # u + 2^-25, the midpoint of u's cell: exact
+    u_mid = u.to(tl.float64) + UNIFORM_HALF_STEP  # u + 2^-25, the midpoint of u's cell: exact
     if HAS_DRAFT_PROBS:
         q_x = _clean(tl.load(q_ptr + rows[:, None] * sq_b + k * sq_k + x * sq_v, mask=ok, other=0.0))
         accept = ok & (q_x > 0.0) & (u_mid * q_x < p_x)  # exact: 25 x 24 bits < 53

@@ -59,6 +59,7 @@ from specsample.kernels._launch import cdiv, interpreting, next_pow2
 from specsample.kernels.philox import (
     STREAM_LOGITS_RESIDUAL,
     STREAM_LOGITS_UNIFORM,
+    UNIFORM_HALF_STEP,
     philox_words,
     uniform_from_word,
 )
@@ -406,7 +407,7 @@ def _race_block(
     zero = rk * 0
     w0, _, _, _ = philox_words(seed[:, None] + zero, offset[:, None] + zero, pos + zero,
                                STREAM_LOGITS_UNIFORM, zero)  # fmt: skip
-    u = uniform_from_word(w0).to(tl.float64) + 2.9802322387695312e-08  # u + 2^-25: its cell's midpoint
+    u = uniform_from_word(w0).to(tl.float64) + UNIFORM_HALF_STEP  # u + 2^-25: its cell's midpoint
     if HAS_DRAFT_LOGITS:
         big_md, log_sd, _ = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, drafted, inv_t, NC1, False)
         d_x = _clean_logits(tl.load(d_ptr + req[:, None] * sd_b + tl.minimum(pos, K - 1) * sd_k + x * sd_v,

@@ -11,6 +11,9 @@ STREAM_CHAIN_UNIFORM: tl.constexpr = tl.constexpr(1)
 STREAM_GUMBEL: tl.constexpr = tl.constexpr(2)
 STREAM_LOGITS_UNIFORM: tl.constexpr = tl.constexpr(3)
 STREAM_LOGITS_RESIDUAL: tl.constexpr = tl.constexpr(4)
+# 2^-25: a uniform u on the 2^-24 grid is used at its cell's midpoint u + 2^-25 by every decision
+# (acceptance tests, inverse CDF; docs/semantics.md). Twin: reference.chain.UNIFORM_HALF_STEP.
+UNIFORM_HALF_STEP: tl.constexpr = tl.constexpr(2.0**-25)
 
 
 @triton.jit

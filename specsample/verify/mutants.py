@@ -198,7 +198,7 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "any mass; found by the full budget on the H200, run 16)",
         [
             (
-                r"target = \(u_last\.to\(tl\.float64\) \+ 2\.9802322387695312e-08\) \* total",
+                r"target = \(u_last\.to\(tl\.float64\) \+ UNIFORM_HALF_STEP\) \* total",
                 "target = u_last.to(tl.float64) * total",
             )
         ],
@@ -210,7 +210,7 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "ratio p / q, however small)",
         [
             (
-                r"u_mid = u\.to\(tl\.float64\) \+ 2\.9802322387695312e-08",
+                r"u_mid = u\.to\(tl\.float64\) \+ UNIFORM_HALF_STEP",
                 "u_mid = u.to(tl.float64)",
             )
         ],

@@ -66,3 +66,14 @@ def test_exponential_conversion_covers_both_ends():
 def test_uniform_conversion_is_in_unit_interval():
     u = rp.uniform_from_word(np.array([0, 255, 256, 2**32 - 1], dtype=np.uint32))
     assert u[0] == 0.0 and u[1] == 0.0 and u[2] == 2.0**-24 and u[3] == 1.0 - 2.0**-24
+
+
+def test_uniform_half_step_twins_agree():
+    """The kernels and the float64 references use a uniform at the same cell midpoint u + 2^-25: the
+    kernel constexpr equals the reference constant, and it is half the 2^-24 grid step of
+    uniform_from_word (docs/semantics.md)."""
+    from specsample.reference.chain import UNIFORM_HALF_STEP
+
+    assert kp.UNIFORM_HALF_STEP.value == UNIFORM_HALF_STEP == 2.0**-25
+    step = float(rp.uniform_from_word(np.array([256], dtype=np.uint32))[0])  # word >> 8 == 1
+    assert UNIFORM_HALF_STEP == step / 2
