@@ -172,7 +172,7 @@ def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
 def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRecord:
     name, lg, dl, drafts = case
     k, vocab = lg.shape[0] - 1, lg.shape[1]
-    tally, parts = GofTally(), []
+    tally, parts, total_rows = GofTally(), [], 0
     seed = law_seed(name, "conditional", salt)
     temps = (0.7, 1.5) if budget.eps <= 0.04 else ((0.7,) if k % 2 else (1.5,))  # interpreter: one T per case
     for temp in temps:
@@ -194,8 +194,9 @@ def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRec
         g = budget_gof(counts.ravel(), law.ravel(), budget, f"{name} T={temp}", seed)
         tally.add(f"T={temp}", g)
         parts.append(f"T={temp}: n={rows}, p={_fmt(g.pvalue)}")
+        total_rows += rows
     stmt = f"joint (a, token) law at T in {temps}, alpha={budget.alpha:g} each: " + "; ".join(parts)
-    return tally.record(sampler.name, name, "conditional", stmt, budget, seed)
+    return tally.record(sampler.name, name, "conditional", stmt, budget, seed, n=total_rows)
 
 
 LOGITS_LAWS = {

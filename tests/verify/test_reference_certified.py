@@ -30,6 +30,10 @@ def test_reference_passes_every_ci_certificate(family):
     recs = runner.certify_sampler_family(family, sampler, get_budget("ci"))
     assert len(recs) >= 20 if family != "logits" else len(recs) == 9
     assert not _failures(recs), _failures(recs)
+    # every sampled law states its sample size (summary.tsv's n column)
+    assert all(r.n > 0 for r in recs if r.law in ("conditional", "joint", "gof", "coupling_seeded")), [
+        (r.case, r.law, r.n) for r in recs
+    ]
     laws = {r.law for r in recs if r.status == "pass"}
     expected = {
         "chain": {
