@@ -23,7 +23,8 @@
 (e) Performance: triton.testing.do_bench median, fp32 and bf16, (B, V) = (1, 151936), (64, 151936),
     (256, 128256), with torch.multinomial and the torch-ops Gumbel (probs / exponential_()).argmax
     measured in the same run, CUDA-graph replay time, device copy bandwidth measured here,
-    floor = B V dtype-bytes / bandwidth; a small tiling sweep.
+    floor = B V dtype-bytes / bandwidth; the one-launch race (merge in the last-arriving program)
+    against the two-launch race, interleaved in the same run; the tiling sweep with GUMBEL_GPU_SWEEP=1.
 Prints a summary table; exit code 1 when any check fails. About 2-3 minutes on an H200.
 GUMBEL_GPU_SMOKE=1 runs (a)-(c) on the CPU under the Triton interpreter at small sizes.
 """
@@ -79,6 +80,7 @@ RESULTS: dict = {
     "copy_bw": None,
     "perf": [],
     "sweep": [],
+    "merge": [],
     "failures": [],
     "errors": [],
 }
@@ -543,6 +545,35 @@ def sweep(shape, gen: torch.Generator) -> None:
     print(f"sweep {shape}: default {base['tiling']} {base['graph_us']:.1f} us; best", best, flush=True)
 
 
+def merge_compare(shape, gen: torch.Generator) -> None:
+    """The merge in the chunk kernel's last-arriving program (default) against the two-launch race,
+    same inputs, same run, interleaved three times: CUDA-graph replay time (device time) and eager
+    do_bench (host-bound here: one Triton launch fewer per call). Both must return the same tokens."""
+    from triton.testing import do_bench
+
+    batch, vocab = shape
+    p = softmax_rows(batch, vocab, gen)
+    seeds, offsets = keys(batch, gen)
+    calls = {
+        "fused": lambda: kg._fast_sample(p, 1, None, seeds, offsets),
+        "two_launch": lambda: kg._fast_sample(p, 1, None, seeds, offsets, fused_merge=False),
+    }
+    check(torch.equal(calls["fused"]()[1], calls["two_launch"]()[1]), f"merge {shape}: fused == two-launch")
+    graph, eager = {k: [] for k in calls}, {k: [] for k in calls}
+    for _ in range(3):
+        for name, fn in calls.items():
+            graph[name].append(graph_time(fn) * 1e3)
+            eager[name].append(do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3)
+    row = dict(batch=batch, vocab=vocab)
+    for name in calls:
+        row[f"{name}_graph_us"] = float(np.median(graph[name]))
+        row[f"{name}_eager_us"] = float(np.median(eager[name]))
+    row["graph_ratio_two_over_fused"] = row["two_launch_graph_us"] / row["fused_graph_us"]
+    row["eager_ratio_two_over_fused"] = row["two_launch_eager_us"] / row["fused_eager_us"]
+    RESULTS["merge"].append(row)
+    print("merge", {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}, flush=True)
+
+
 def summary() -> None:
     print("\n=== gumbel_gpu summary ===")
     if RESULTS["noise"]:
@@ -586,6 +617,12 @@ def summary() -> None:
                 f"{r['multinomial_us']:7.1f} {r['torch_gumbel_us']:8.1f} "
                 f"{'' if r['target_us'] is None else ('ok' if r['meets_target'] else 'MISS')}"
             )
+    for r in RESULTS["merge"]:
+        print(
+            f"merge B={r['batch']} V={r['vocab']}: graph fused {r['fused_graph_us']:.2f} / two-launch "
+            f"{r['two_launch_graph_us']:.2f} us ({r['graph_ratio_two_over_fused']:.2f}x); eager "
+            f"{r['fused_eager_us']:.1f} / {r['two_launch_eager_us']:.1f} us ({r['eager_ratio_two_over_fused']:.2f}x)"
+        )
     print("failures:", RESULTS["failures"] or "none", "| errors:", len(RESULTS["errors"]))
 
 
@@ -610,7 +647,9 @@ def main() -> int:
             ("copy bandwidth", lambda: RESULTS.__setitem__("copy_bw", copy_bandwidth())),
         ]
         steps += [(f"perf {s}", lambda s=s: perf(s, RESULTS["copy_bw"], gen)) for s in SHAPES]
-        steps += [(f"sweep {s}", lambda s=s: sweep(s, gen)) for s in SHAPES]
+        steps += [(f"merge {s}", lambda s=s: merge_compare(s, gen)) for s in SHAPES]
+        if os.environ.get("GUMBEL_GPU_SWEEP"):  # the tiling sweep of runs 15 and 17
+            steps += [(f"sweep {s}", lambda s=s: sweep(s, gen)) for s in SHAPES]
     for name, fn in steps:
         t0 = time.time()
         try:

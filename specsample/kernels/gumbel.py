@@ -10,10 +10,12 @@ philox(seed_b, offset_b, index = v // 4, STREAM_GUMBEL, position = 0) (numpy twi
 `specsample.reference.philox.gumbel_exponentials`): one Philox call feeds four tokens, and a
 request's noise does not depend on the batch, the tile size or the number of programs.
 
-Two phases, so the vocabulary is spread over many programs at any batch size:
+Two phases in one launch, so the vocabulary is spread over many programs at any batch size:
   1. grid (row blocks, vocabulary chunks): each program streams its chunk once and writes the
      chunk's best (score, index), or its top-n, to a small workspace;
-  2. grid (row blocks,): merges the chunk candidates of each row (tiny) and gathers p at the winner.
+  2. the last program of each row block to finish (an arrival counter, kernels/_arrivals.py) merges
+     the chunk candidates of its rows (tiny) and gathers p at the winner. No host synchronisation
+     and no memset: the counters are persistent and every launch leaves them at zero.
 
 Edge semantics (every reference in `specsample.reference.gumbel` mirrors them):
   - zero, negative, NaN and +-inf probabilities have no mass and never win, nor do lanes past V;
@@ -35,6 +37,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import libdevice
 
+from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._launch import cdiv, check_device, interpreting, next_pow2
 from specsample.kernels.philox import STREAM_GUMBEL, philox_words
 
@@ -185,6 +188,10 @@ def _race_chunk_kernel(
     offsets_ptr,  # [B] int64 (stride offset_stride)
     part_score_ptr,  # [B, num_chunks * NUM_SAMPLES] fp32: candidates' log2(p / E) (-inf: none)
     part_index_ptr,  # [B, num_chunks * NUM_SAMPLES] int32: their token ids
+    arrivals_ptr,  # [>= row blocks] int32, zero on entry and on exit (FUSED_MERGE; kernels/_arrivals.py)
+    sample_p_ptr,  # [B, NUM_SAMPLES] probs dtype out (FUSED_MERGE)
+    sample_index_ptr,  # [B, NUM_SAMPLES] int64 out (FUSED_MERGE)
+    score_ptr,  # [B, NUM_SAMPLES] fp32 out (FUSED_MERGE and WRITE_SCORE)
     B,
     V,
     stride_b,
@@ -198,12 +205,17 @@ def _race_chunk_kernel(
     NUM_SAMPLES: tl.constexpr,
     UNIT_STRIDE_V: tl.constexpr,
     FAST_LOG2: tl.constexpr,
+    FUSED_MERGE: tl.constexpr,
+    BLOCK_PARTS: tl.constexpr,
+    WRITE_SCORE: tl.constexpr,
 ):
     # score_v = p_v / E_v over tokens with 0 < p_v < inf (others never win). n = 1: per lane, a
     # running best (p, c E, id) over the chunk's tiles compared by cross-multiplication, with the
     # noise pre-scaled by c = 2^-6 so p c E < FLT_MAX for every float32 p (E < 23); at the end one
     # log2(p / E) per lane (no overflow) and one reduction. n > 1 (one tile per chunk): log2(p / E)
     # per token and the tile's top-n by n max-extractions. Ties go to the smallest id.
+    # FUSED_MERGE: the last program of a row block to arrive (acquire-release counter) merges the
+    # chunks' candidates (_merge_rows) and resets the counter: one launch instead of two.
     GROUPS: tl.constexpr = BLOCK_V // 4
     NO_INDEX: tl.constexpr = 2147483647
     row_block = tl.program_id(0).to(tl.int64)
@@ -248,6 +260,38 @@ def _race_chunk_kernel(
         _store_top_n(
             score, index, part_score_ptr, part_index_ptr, rows, row_ok, slot_base, NUM_SAMPLES, NO_INDEX
         )
+    if FUSED_MERGE:
+        arrived = tl.atomic_add(arrivals_ptr + row_block, 1, sem="acq_rel")
+        if arrived == tl.num_programs(1) - 1:
+            _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_index_ptr,
+                        score_ptr, rows, row_ok, stride_b, stride_v, num_parts,
+                        BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE)  # fmt: skip
+            tl.atomic_xchg(arrivals_ptr + row_block, 0)  # ready for the next call / graph replay
+
+
+@triton.jit
+def _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_index_ptr, score_ptr,
+                rows, row_ok, stride_b, stride_v, num_parts,
+                BLOCK_PARTS: tl.constexpr, NUM_SAMPLES: tl.constexpr, WRITE_SCORE: tl.constexpr):  # fmt: skip
+    """Global top-n of `rows` = top-n of the union of their chunks' top-n (parts); gathers p at the
+    winners. A winner is valid iff its score > -inf; ties go to the smallest id."""
+    part = tl.arange(0, BLOCK_PARTS)
+    mask = row_ok[:, None] & (part < num_parts)[None, :]
+    where = rows[:, None] * num_parts + part[None, :]
+    score = tl.load(part_score_ptr + where, mask=mask, other=float("-inf"))
+    index = tl.load(part_index_ptr + where, mask=mask, other=2147483647)
+    NO_INDEX: tl.constexpr = 2147483647
+    for j in tl.static_range(NUM_SAMPLES):
+        top = tl.max(score, axis=1)
+        pick = tl.min(tl.where(score == top[:, None], index, NO_INDEX), axis=1)
+        found = top > float("-inf")
+        token = tl.where(found, pick, -1).to(tl.int64)
+        p = tl.load(probs_ptr + rows * stride_b + token * stride_v, mask=row_ok & found, other=0.0)
+        tl.store(sample_index_ptr + rows * NUM_SAMPLES + j, token, mask=row_ok)
+        tl.store(sample_p_ptr + rows * NUM_SAMPLES + j, p, mask=row_ok)
+        if WRITE_SCORE:
+            tl.store(score_ptr + rows * NUM_SAMPLES + j, tl.exp2(top), mask=row_ok)
+        score = tl.where((index == pick[:, None]) & (score == top[:, None]), float("-inf"), score)
 
 
 @triton.jit
@@ -267,26 +311,10 @@ def _race_merge_kernel(
     NUM_SAMPLES: tl.constexpr,
     WRITE_SCORE: tl.constexpr,
 ):
-    # Global top-n = top-n of the union of the chunks' top-n. Winner valid iff its score > -inf.
+    # Phase 2 of the two-launch race (fused_merge=False): _merge_rows over a block of rows.
     rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
-    row_ok = rows < B
-    part = tl.arange(0, BLOCK_PARTS)
-    mask = row_ok[:, None] & (part < num_parts)[None, :]
-    where = rows[:, None] * num_parts + part[None, :]
-    score = tl.load(part_score_ptr + where, mask=mask, other=float("-inf"))
-    index = tl.load(part_index_ptr + where, mask=mask, other=2147483647)
-    NO_INDEX: tl.constexpr = 2147483647
-    for j in tl.static_range(NUM_SAMPLES):
-        top = tl.max(score, axis=1)
-        pick = tl.min(tl.where(score == top[:, None], index, NO_INDEX), axis=1)
-        found = top > float("-inf")
-        token = tl.where(found, pick, -1).to(tl.int64)
-        p = tl.load(probs_ptr + rows * stride_b + token * stride_v, mask=row_ok & found, other=0.0)
-        tl.store(sample_index_ptr + rows * NUM_SAMPLES + j, token, mask=row_ok)
-        tl.store(sample_p_ptr + rows * NUM_SAMPLES + j, p, mask=row_ok)
-        if WRITE_SCORE:
-            tl.store(score_ptr + rows * NUM_SAMPLES + j, tl.exp2(top), mask=row_ok)
-        score = tl.where((index == pick[:, None]) & (score == top[:, None]), float("-inf"), score)
+    _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_index_ptr, score_ptr,
+                rows, rows < B, stride_b, stride_v, num_parts, BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE)  # fmt: skip
 
 
 class RaceTiling(NamedTuple):
@@ -389,9 +417,11 @@ def fast_sample(probs, num_samples=1, *, generator=None, seeds=None, offsets=Non
     return _fast_sample(probs, num_samples, generator, seeds, offsets)[:2]
 
 
-def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False):
+def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False, fused_merge=True):
     """fast_sample with an explicit tiling; returns (sample_p, sample_index, score) where score
-    [B, n] fp32 holds the winners' p / E when with_score (else None)."""
+    [B, n] fp32 holds the winners' p / E when with_score (else None). fused_merge=False runs the
+    merge as a second launch instead of in the chunk kernel's last-arriving program (the H200
+    comparison in ci/gpu/gumbel_gpu.py)."""
     if not isinstance(probs, torch.Tensor):
         raise TypeError(f"probs must be a torch.Tensor, got {type(probs).__name__}")
     if probs.dim() != 2:
@@ -423,13 +453,22 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
     num_parts = num_chunks * num_samples
     part_score = torch.empty((batch, num_parts), dtype=torch.float32, device=probs.device)
     part_index = torch.empty((batch, num_parts), dtype=torch.int32, device=probs.device)
+    score = (
+        torch.empty((batch, num_samples), dtype=torch.float32, device=probs.device) if with_score else None
+    )
     row_blocks = cdiv(batch, tiling.block_rows)
+    block_parts = next_pow2(num_parts)
+    arrivals = arrival_counters(probs.device, row_blocks) if fused_merge else part_index
     _race_chunk_kernel[(row_blocks, num_chunks)](
         probs,
         seeds,
         offsets,
         part_score,
         part_index,
+        arrivals,
+        sample_p,
+        sample_index,
+        score if with_score else sample_p,
         batch,
         vocab,
         probs.stride(0),
@@ -443,12 +482,13 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
         NUM_SAMPLES=num_samples,
         UNIT_STRIDE_V=probs.stride(1) == 1,
         FAST_LOG2=not interpreting(),
+        FUSED_MERGE=fused_merge,
+        BLOCK_PARTS=block_parts,
+        WRITE_SCORE=with_score,
         num_warps=tiling.num_warps,
     )
-    score = (
-        torch.empty((batch, num_samples), dtype=torch.float32, device=probs.device) if with_score else None
-    )
-    block_parts = next_pow2(num_parts)
+    if fused_merge:
+        return sample_p, sample_index, score
     merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
     _race_merge_kernel[(cdiv(batch, merge_rows),)](
         part_score,

@@ -147,6 +147,7 @@ _ANCHORS = {
     "kernel_reused_coin": "SGLang before #7207",
     "kernel_bonus_wrong_position": "ragged layouts",
     "kernel_arrival_counter_kept": "persistent counters (kernels/_arrivals.py)",
+    "kernel_gumbel_counter_kept": "persistent counters (kernels/_arrivals.py)",
     "kernel_shared_column": "vLLM #47386",
     "kernel_offset_ignored": "FlashInfer (frozen randomness across CUDA-graph replays)",
     "kernel_offset_int32_overflow": "vLLM #46560",
@@ -156,6 +157,7 @@ _ANCHORS = {
 # Kernel patches: (name, module, description, [(old, new), ...]). Each snippet must occur exactly once
 # in the module's source, or building the mutant fails (and the mutant counts as not killed).
 _CHAIN = "specsample.kernels.chain"
+_GUMBEL = "specsample.kernels.gumbel"
 KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
     (
         "kernel_le_accepts_zero_prob",
@@ -244,6 +246,13 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "chain kernel: the last program does not reset its row block's arrival counter (the next call "
         "never emits)",
         [(r"tl\.atomic_xchg\(arrivals_ptr \+ pid_rows, 0\)", "tl.atomic_add(arrivals_ptr + pid_rows, 0)")],
+    ),
+    (
+        "kernel_gumbel_counter_kept",
+        _GUMBEL,
+        "fast_sample kernel: the last program does not reset its row block's arrival counter (the next "
+        "call never merges its chunks: its outputs are never written)",
+        [(r"tl\.atomic_xchg\(arrivals_ptr \+ row_block, 0\)", "tl.atomic_add(arrivals_ptr + row_block, 0)")],
     ),
     (
         "kernel_offset_ignored",

@@ -109,6 +109,28 @@ def test_fast_sample_tiling_does_not_change_tokens(device, block_v, tiles_per_ch
     assert torch.equal(permuted, base[perm])
 
 
+@pytest.mark.parametrize("num_samples, tiles_per_chunk", [(1, 1), (1, 3), (3, 1)])
+def test_fused_merge_equals_two_launch_merge(device, num_samples, tiles_per_chunk):
+    """The one-launch race (the last program of a row block merges the chunks' candidates) returns
+    exactly what the two-launch race returns: same ids, sample_p and scores, on 300 rows x V = 101
+    split into 4-7 chunks and a partial last row block; and it leaves every arrival counter at zero
+    (a counter left non-zero would make the next call skip its merge)."""
+    from specsample.kernels._arrivals import arrival_counters
+
+    rng = np.random.default_rng(current_test_seed())
+    batch, vocab = 300, 101
+    p = torch.from_numpy(_rows(rng, batch, vocab)).float().to(device)
+    seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
+    tiling = kg.RaceTiling(128 if interpreting() else 1, 16, tiles_per_chunk, 1)
+    two = kg._fast_sample(p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True, fused_merge=False)
+    for _ in range(2):  # the second call needs the counters the first one left behind to be zero
+        one = kg._fast_sample(p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True)
+        for a, b in zip(one, two):
+            assert torch.equal(a, b)
+    assert (two[1] >= 0).any() and (two[1] == -1).any()  # live rows and rows without mass both present
+    assert int(arrival_counters(p.device, 1).abs().sum()) == 0
+
+
 @pytest.mark.parametrize("per_row_temperature", [False, True])
 def test_sample_from_logits_matches_reference(device, per_row_temperature):
     """n = 10000 rows, V = 83, logits N(0, 3^2) with NaN / +-inf entries, T in {0, 0.3, 1, 2.5} per
