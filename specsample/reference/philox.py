@@ -31,28 +31,59 @@ STREAM_LOGITS_UNIFORM = 3  # rejection_sample_logits acceptance uniforms: index 
 STREAM_LOGITS_RESIDUAL = 4  # rejection_sample_logits residual race: index = token // 4
 
 _MASK32 = np.uint64(0xFFFFFFFF)
+_SHIFT32 = np.uint64(32)
+# Elements per block of the round loop: its eight uint64 work arrays (4 MiB) stay in cache, so the
+# ~100 array operations of ten rounds run from cache instead of memory (7-9x faster than whole
+# arrays on the development machine; block sizes 2^15-2^16 were fastest there).
+_BLOCK = 1 << 16
 
 
 def _u32(x) -> np.ndarray:
     return (np.asarray(x).astype(np.int64).astype(np.uint64) & _MASK32).astype(np.uint32)
 
 
+def _flat(a: np.ndarray, shape) -> np.ndarray:
+    """`a` broadcast to `shape` and flattened (a view where numpy can; one element stays one)."""
+    return a.reshape(1) if a.size == 1 else np.broadcast_to(a, shape).reshape(-1)
+
+
 def philox4x32(c0, c1, c2, c3, k0, k1, n_rounds: int = N_ROUNDS):
-    """Philox4x32 on broadcastable uint32 arrays; returns four uint32 arrays."""
-    c0, c1, c2, c3, k0, k1 = np.broadcast_arrays(*(_u32(a) for a in (c0, c1, c2, c3, k0, k1)))
-    c0, c1, c2, c3 = (a.astype(np.uint64) for a in (c0, c1, c2, c3))
-    k0, k1 = k0.astype(np.uint64), k1.astype(np.uint64)
-    for _ in range(n_rounds):
-        p0 = PHILOX_ROUND_B * c2  # exact in uint64: both factors < 2^32
-        p1 = PHILOX_ROUND_A * c0
-        n0 = (p0 >> np.uint64(32)) ^ c1 ^ k0
-        n2 = (p1 >> np.uint64(32)) ^ c3 ^ k1
-        c1 = p0 & _MASK32
-        c3 = p1 & _MASK32
-        c0, c2 = n0, n2
-        k0 = (k0 + np.uint64(PHILOX_KEY_A)) & _MASK32
-        k1 = (k1 + np.uint64(PHILOX_KEY_B)) & _MASK32
-    return tuple(a.astype(np.uint32) for a in (c0, c1, c2, c3))
+    """Philox4x32 on broadcastable uint32 arrays; returns four uint32 arrays of the broadcast shape.
+
+    One round: (c0, c1, c2, c3) <- (hi(B c2) ^ c1 ^ k0, lo(B c2), hi(A c0) ^ c3 ^ k1, lo(A c0)), then
+    the key advances by the Weyl constants. Products are exact in uint64 (both factors < 2^32). The
+    rounds run over blocks of _BLOCK elements with in-place operations."""
+    args = [_u32(a) for a in (c0, c1, c2, c3, k0, k1)]
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    flat = [_flat(a, shape) for a in args]
+    n = int(np.prod(shape, dtype=np.int64))
+    out = [np.empty(n, np.uint32) for _ in range(4)]
+    width = max(1, min(n, _BLOCK))
+    work = [np.empty(width, np.uint64) for _ in range(8)]
+    for start in range(0, n, _BLOCK):
+        stop = min(n, start + _BLOCK)
+        x0, x1, x2, x3, key0, key1, hi_lo0, hi_lo1 = (w[: stop - start] for w in work)
+        for dst, src in zip((x0, x1, x2, x3, key0, key1), flat):
+            dst[...] = src[0] if src.size == 1 else src[start:stop]
+        for r in range(n_rounds):
+            np.multiply(x2, PHILOX_ROUND_B, out=hi_lo0)
+            np.multiply(x0, PHILOX_ROUND_A, out=hi_lo1)
+            np.right_shift(hi_lo0, _SHIFT32, out=x0)
+            x0 ^= x1
+            x0 ^= key0
+            np.right_shift(hi_lo1, _SHIFT32, out=x2)
+            x2 ^= x3
+            x2 ^= key1
+            np.bitwise_and(hi_lo0, _MASK32, out=x1)
+            np.bitwise_and(hi_lo1, _MASK32, out=x3)
+            if r + 1 < n_rounds:
+                key0 += np.uint64(PHILOX_KEY_A)
+                key0 &= _MASK32
+                key1 += np.uint64(PHILOX_KEY_B)
+                key1 &= _MASK32
+        for o, x in zip(out, (x0, x1, x2, x3)):
+            o[start:stop] = x
+    return tuple(o.reshape(shape) for o in out)
 
 
 def philox_words(seed, offset, index, stream: int, position=0):

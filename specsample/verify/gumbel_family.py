@@ -55,9 +55,8 @@ def gumbel_cases(budget: str) -> list[tuple[str, np.ndarray]]:
     return [(n, round_to_dtype(p / p.sum(), "float32")) for n, p in out]
 
 
-def _ambiguous(probs: np.ndarray, seeds, offsets, tol: float) -> np.ndarray:
+def _ambiguous(probs: np.ndarray, e: np.ndarray, tol: float) -> np.ndarray:
     """Rows whose two best race scores p/E are within relative `tol` (float32 could swap them)."""
-    e = gumbel_exponentials(seeds, offsets, probs.shape[-1], STREAM_GUMBEL)
     score = np.where(probs > 0, probs / e, 0.0)
     top2 = (
         -np.partition(-score, 1, axis=1)[:, :2]  # [best, second best]
@@ -68,15 +67,17 @@ def _ambiguous(probs: np.ndarray, seeds, offsets, tol: float) -> np.ndarray:
 
 
 def _reference_and_ambiguity(probs, seeds, offsets, tol):
-    """(float64 race winner, ambiguity flag) per row: what the coupling certificate compares with."""
-    return gumbel_sample(probs, seeds, offsets, 1)[:, 0], _ambiguous(probs, seeds, offsets, tol)
+    """(float64 race winner, ambiguity flag) per row: what the coupling certificate compares with.
+    The Philox noise is computed once and shared by both."""
+    e = gumbel_exponentials(seeds, offsets, probs.shape[-1], STREAM_GUMBEL)
+    return gumbel_sample(probs, seeds, offsets, 1, exponentials=e)[:, 0], _ambiguous(probs, e, tol)
 
 
 def certify_gumbel_coupling(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:
     seed = law_seed(name, "coupling_seeded", salt)
     rng = np.random.default_rng(seed)
-    # the reference (numpy Philox, ~1.8e6 elements/s per core) runs on a fork pool: at `full`, 2^31
-    # elements per vocabulary take ~75 s on 16 cores
+    # the reference (numpy Philox and the float64 race) runs on a fork pool: at `full`, up to 2^31
+    # elements per vocabulary (docs/verify.md has the measured rate)
     rows = budget.reference_rows(budget.seeded_rows, p.shape[0], floor=2048)
     seeds = rng.integers(0, 1 << 62, rows, dtype=np.int64)
     offsets = np.concatenate(

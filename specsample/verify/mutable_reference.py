@@ -189,16 +189,17 @@ def chain_sample(p, x, q, num_draft_tokens, u, bugs=frozenset()):
     return tokens, a.astype(np.int64), fallback, valid.astype(bool)
 
 
-def gumbel_sample(probs, seeds, offsets, num_samples: int = 1, bugs=frozenset()):
+def gumbel_sample(probs, seeds, offsets, num_samples: int = 1, bugs=frozenset(), exponentials=None):
     """Gumbel-max / exponential race: the top-`num_samples` of clean(p) / E, E ~ Exp(1) from the
-    seeded Philox stream (STREAM_GUMBEL, position 0). Returns indices [B, n] int64; ties go to the
-    lowest index; zero-mass tokens never win (rows with no mass return -1)."""
+    seeded Philox stream (STREAM_GUMBEL, position 0; `exponentials` passes that noise in when the
+    caller already has it). Returns indices [B, n] int64; ties go to the lowest index; zero-mass
+    tokens never win (rows with no mass return -1)."""
     unknown = set(bugs) - set(GUMBEL_BUGS)
     if unknown:
         raise ValueError(f"bugs: unknown gumbel bug names {sorted(unknown)}")
     p = _clean(probs)
     bsz, vocab = p.shape
-    e = gumbel_exponentials(seeds, offsets, vocab, STREAM_GUMBEL)
+    e = gumbel_exponentials(seeds, offsets, vocab, STREAM_GUMBEL) if exponentials is None else exponentials
     if "gumbel_tile_tail" in bugs:
         width = 1 << max(vocab, 1).bit_length()
         p = np.concatenate([p, np.repeat(p.mean(axis=1, keepdims=True), width - vocab, axis=1)], axis=1)
@@ -211,6 +212,9 @@ def gumbel_sample(probs, seeds, offsets, num_samples: int = 1, bugs=frozenset())
     else:
         score = p / e
     score = np.where(p > 0, score, -np.inf)
-    order = np.argsort(-score, axis=1, kind="stable")[:, :num_samples]
+    if num_samples == 1:  # the stable sort's first entry, in O(V): argmax returns the first maximum
+        order = np.argmax(score, axis=1)[:, None]
+    else:
+        order = np.argsort(-score, axis=1, kind="stable")[:, :num_samples]
     top = np.take_along_axis(score, order, axis=1)
     return np.where(np.isfinite(top), order, -1).astype(np.int64)

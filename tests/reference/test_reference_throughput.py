@@ -51,3 +51,28 @@ def test_reference_throughput(vocab, rows, floor, draft, capsys, request):
     # numpy runs single-threaded here, so rows per CPU-second is the rate on an idle core; it does
     # not drop when other jobs share the machine, unlike the wall-clock rate
     assert rate_cpu >= floor, f"{rate_cpu:.3g} rows per CPU-second < floor {floor:.3g} at V={vocab}"
+
+
+def test_gumbel_coupling_reference_throughput(capsys, request):
+    """The float64 reference of the Gumbel coupling certificate (numpy Philox noise, the race winner
+    and the near-tie flags) at V = 151936, 16 rows: elements per CPU-second, best of 2. Measured on
+    this 2-core machine: 1.2-1.4e7, against 2.35e6 before the Philox rounds ran in cache-sized blocks
+    and the winner became an argmax instead of a sort. The floor of 4e6 sits 3x below the former and
+    1.7x above the latter, so a regression to whole-array rounds and a full sort fails it."""
+    from specsample.verify.gumbel_family import _reference_and_ambiguity
+
+    rng = np.random.default_rng(test_seed(request.node.nodeid))
+    rows, vocab = 16, 151936
+    p = np.broadcast_to(rng.dirichlet(np.full(vocab, 0.05)), (rows, vocab))
+    seeds = rng.integers(0, 1 << 62, rows, dtype=np.int64)
+    offsets = rng.integers(0, 1 << 40, rows, dtype=np.int64)
+    best_cpu = np.inf
+    for _ in range(2):
+        cpu = time.process_time()
+        winners, _ = _reference_and_ambiguity(p, seeds, offsets, 1e-5)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+    rate = rows * vocab / max(best_cpu, 1e-9)
+    with capsys.disabled():
+        print(f"\ngumbel coupling reference V={vocab}: {rate:.3g} elements per CPU-second")
+    assert winners.shape == (rows,) and np.all((winners >= 0) & (winners < vocab))
+    assert rate >= 4e6, f"{rate:.3g} elements per CPU-second < floor 4e6"
