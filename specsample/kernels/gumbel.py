@@ -15,7 +15,9 @@ Two phases in one launch, so the vocabulary is spread over many programs at any 
      chunk's best (score, index), or its top-n, to a small workspace;
   2. the last program of each row block to finish (an arrival counter, kernels/_arrivals.py) merges
      the chunk candidates of its rows (tiny) and gathers p at the winner. No host synchronisation
-     and no memset: the counters are persistent and every launch leaves them at zero.
+     and no memset: the counters are persistent and every launch leaves them at zero. When the
+     candidates would exceed 8 per thread (large num_samples over many chunks) the merge is a
+     second, separate launch instead (`fuse_merge`).
 
 Edge semantics (every reference in `specsample.reference.gumbel` mirrors them):
   - zero, negative, NaN and +-inf probabilities have no mass and never win, nor do lanes past V;
@@ -417,11 +419,22 @@ def fast_sample(probs, num_samples=1, *, generator=None, seeds=None, offsets=Non
     return _fast_sample(probs, num_samples, generator, seeds, offsets)[:2]
 
 
-def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False, fused_merge=True):
+# The merge runs inside the chunk kernel while its candidate tile holds at most this many entries per
+# thread; beyond that (large num_samples times many chunks) its registers would be the whole
+# kernel's, so it takes a second launch instead.
+_FUSED_MERGE_PARTS_PER_THREAD = 8
+
+
+def fuse_merge(block_parts: int, num_warps: int) -> bool:
+    """Whether the merge of `block_parts` candidates runs in the chunk kernel (one launch)."""
+    return block_parts <= _FUSED_MERGE_PARTS_PER_THREAD * 32 * num_warps
+
+
+def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False, fused_merge=None):
     """fast_sample with an explicit tiling; returns (sample_p, sample_index, score) where score
-    [B, n] fp32 holds the winners' p / E when with_score (else None). fused_merge=False runs the
-    merge as a second launch instead of in the chunk kernel's last-arriving program (the H200
-    comparison in ci/gpu/gumbel_gpu.py)."""
+    [B, n] fp32 holds the winners' p / E when with_score (else None). fused_merge: None picks
+    `fuse_merge`; False runs the merge as a second launch instead of in the chunk kernel's
+    last-arriving program (the H200 comparison in ci/gpu/gumbel_gpu.py); True forces one launch."""
     if not isinstance(probs, torch.Tensor):
         raise TypeError(f"probs must be a torch.Tensor, got {type(probs).__name__}")
     if probs.dim() != 2:
@@ -458,6 +471,8 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
     )
     row_blocks = cdiv(batch, tiling.block_rows)
     block_parts = next_pow2(num_parts)
+    if fused_merge is None:
+        fused_merge = fuse_merge(block_parts, tiling.num_warps)
     arrivals = arrival_counters(probs.device, row_blocks) if fused_merge else part_index
     _race_chunk_kernel[(row_blocks, num_chunks)](
         probs,

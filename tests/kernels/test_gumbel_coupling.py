@@ -124,11 +124,22 @@ def test_fused_merge_equals_two_launch_merge(device, num_samples, tiles_per_chun
     tiling = kg.RaceTiling(128 if interpreting() else 1, 16, tiles_per_chunk, 1)
     two = kg._fast_sample(p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True, fused_merge=False)
     for _ in range(2):  # the second call needs the counters the first one left behind to be zero
-        one = kg._fast_sample(p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True)
+        one = kg._fast_sample(p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True, fused_merge=True)
         for a, b in zip(one, two):
             assert torch.equal(a, b)
     assert (two[1] >= 0).any() and (two[1] == -1).any()  # live rows and rows without mass both present
     assert int(arrival_counters(p.device, 1).abs().sum()) == 0
+
+
+def test_merge_launch_choice():
+    """One launch while the candidates fit 8 per thread (every num_samples = 1 default tiling: at most
+    1320 chunks, 8 warps); a second launch beyond, where the merge's registers would be the whole
+    kernel's (num_samples = 64 over 297 chunks of 512 tokens at V = 151936, 4 warps)."""
+    assert kg.fuse_merge(2048, 8) and kg.fuse_merge(256, 1)
+    assert not kg.fuse_merge(32768, 4) and not kg.fuse_merge(512, 1)
+    if not interpreting():
+        t = kg.race_tiling(1, 151936, 64)
+        assert not kg.fuse_merge(1 << (triton.cdiv(151936, t.block_v) * 64 - 1).bit_length(), t.num_warps)
 
 
 @pytest.mark.parametrize("per_row_temperature", [False, True])
