@@ -44,7 +44,8 @@ def bin_dir() -> str:
 
 
 RACE_PTR_TYPES = dict(probs_ptr="*fp32", seeds_ptr="*i64", offsets_ptr="*i64", part_score_ptr="*fp32",
-                      part_index_ptr="*i32")  # fmt: skip
+                      part_index_ptr="*i32", arrivals_ptr="*i32", sample_p_ptr="*fp32",
+                      sample_index_ptr="*i64", score_ptr="*fp32")  # fmt: skip
 
 
 LOGITS_PTR_TYPES = dict(x_ptr="*i64", n_ptr="*i64", seed_ptr="*i64", offset_ptr="*i64", targ_ptr="*i32",
@@ -62,7 +63,7 @@ def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles:
     elif kernel_name == "race":
         fn, ptr_types, divisible = _race_chunk_kernel, RACE_PTR_TYPES, ("stride_b", "V")
         const = dict(BLOCK_ROWS=1, BLOCK_V=block_v, NUM_SAMPLES=1, UNIT_STRIDE_V=True, FAST_LOG2=True,
-                     stride_v=1)  # fmt: skip
+                     FUSED_MERGE=True, BLOCK_PARTS=32, WRITE_SCORE=False, stride_v=1)  # fmt: skip
     else:  # logits-stats / logits-race: classic drafts, K = 4, fp32 logits
         fn = _logits_stats_kernel if kernel_name == "logits-stats" else _logits_race_kernel
         ptr_types = {p: LOGITS_PTR_TYPES.get(p, "*fp32") for p in inspect.signature(fn.fn).parameters
