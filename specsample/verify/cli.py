@@ -62,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="vary the seed N times over the statistical certificates of the references",
     )
+    v.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="start no certificate after S seconds; report what finished and exit 3 (incomplete)",
+    )
     v.add_argument("--no-progress", action="store_true")
     return ap
 
@@ -135,7 +142,13 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     try:
         run = runner.verify(
-            budget, adapters=adapters, target=args.target, device=device, only=args.only, progress=progress
+            budget,
+            adapters=adapters,
+            target=args.target,
+            device=device,
+            only=args.only,
+            progress=progress,
+            max_seconds=args.max_seconds,
         )
     except SamplerUnavailable as exc:
         progress.close()
@@ -153,6 +166,8 @@ def main(argv=None) -> int:
     status = 0 if not run.failed else 1
     if explicit and run.unavailable:  # a sampler the user asked for could not be certified
         status = 2
+    if run.stopped and status == 0:  # nothing failed, but not everything ran
+        status = 3
     if args.mutants:
         from specsample.verify import mutants as mut
 
@@ -177,6 +192,8 @@ def main(argv=None) -> int:
     print(rep.console_table(run.records))
     for name, why in run.unavailable:
         print(f"not certified: {name}: {why}")
+    if run.stopped:
+        print(f"INCOMPLETE: {run.stopped}")
     for r in run.failed:
         print(f"FAIL {r.sampler} / {r.case} / {r.law}: {r.statement} {r.detail}"[:600])
     if run.failed:
@@ -199,7 +216,7 @@ def main(argv=None) -> int:
             args.report, run, mutants=mutants, baseline=baseline, calibration=calibration, command=command
         )
         print(f"report: {path}")
-    verdict = "PASS" if status == 0 else "FAIL"
+    verdict = {0: "PASS", 3: "INCOMPLETE"}.get(status, "FAIL")
     print(
         f"specsample verify: {verdict} ({len(run.records)} certificates, budget {budget_name}, "
         f"{run.seconds:.0f} s)"

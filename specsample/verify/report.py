@@ -176,6 +176,7 @@ def write_report(out_dir, run, *, mutants=None, baseline=None, calibration=None,
                 "device": run.device,
                 "seconds": run.seconds,
                 "unavailable": run.unavailable,
+                "stopped": getattr(run, "stopped", ""),
                 "certificates": certs,
             },
             indent=1,
@@ -198,6 +199,8 @@ def write_report(out_dir, run, *, mutants=None, baseline=None, calibration=None,
         f"Statistics: `{st.__name__}`.",
         "",
     ]
+    if getattr(run, "stopped", ""):
+        lines += [f"**Incomplete**: {run.stopped}.", ""]
     if run.unavailable:
         lines += (
             ["Samplers not certified here:", ""] + [f"- `{n}`: {why}" for n, why in run.unavailable] + [""]

@@ -181,6 +181,7 @@ class VerifyRun:
     records: list = field(default_factory=list)
     unavailable: list = field(default_factory=list)  # (sampler, reason)
     seconds: float = 0.0
+    stopped: str = ""  # why the run ended before every certificate ran ("" when complete)
 
     @property
     def failed(self) -> list:
@@ -224,13 +225,32 @@ def verify(
     only=None,
     salt=0,
     progress: Callable | None = None,
+    max_seconds: float | None = None,
 ) -> VerifyRun:
+    """Every certificate of every planned sampler. With `max_seconds`, no certificate starts once that
+    much time has passed: the run keeps what finished and says so in `stopped` (the CLI then exits
+    3, not 0: an incomplete run certifies nothing about the certificates it skipped)."""
     t0 = time.perf_counter()
     plan, missing = plan_samplers(adapters, target, device)
     run = VerifyRun(budget.name, device, unavailable=missing)
-    for family, sampler in plan:
-        run.records += certify_sampler_family(
-            family, sampler, budget, only=only, salt=salt, progress=progress
+
+    def tick(rec):
+        run.records.append(rec)
+        _tick(progress, rec)
+        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+            raise _Deadline
+
+    try:
+        for family, sampler in plan:
+            certify_sampler_family(family, sampler, budget, only=only, salt=salt, progress=tick)
+    except _Deadline:
+        run.stopped = (
+            f"stopped after {time.perf_counter() - t0:.0f} s (--max-seconds {max_seconds:g}): certificates "
+            f"after the {len(run.records)}th were not run"
         )
     run.seconds = time.perf_counter() - t0
     return run
+
+
+class _Deadline(Exception):
+    """Raised between two certificates once verify's max_seconds has passed."""

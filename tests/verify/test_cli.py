@@ -64,3 +64,21 @@ def test_requested_engine_missing_next_to_reference_exits_2(capsys):
     rc = _verify("--adapter", "reference", "flashinfer", "--only", "edge")
     assert rc == 2
     assert "not certified: flashinfer" in capsys.readouterr().out
+
+
+def test_max_seconds_stops_between_certificates_and_exits_3(tmp_path, capsys):
+    """--max-seconds 0: the first certificate runs (the check comes after each one), nothing after
+    it starts; the report says the run is incomplete, keeps what finished, and the exit status is 3,
+    neither a pass (0) nor a failure (1)."""
+    rc = _verify("--adapter", "reference", "--only", "edge", "coupling", "--max-seconds", "0",
+                 "--report", str(tmp_path))  # fmt: skip
+    assert rc == 3
+    out = capsys.readouterr().out
+    assert "INCOMPLETE" in out and "--max-seconds 0" in out
+    data = json.loads((tmp_path / "certificates.json").read_text())
+    assert len(data["certificates"]) == 1 and data["certificates"][0]["status"] == "pass"
+    assert "not run" in data["stopped"]
+    assert "**Incomplete**" in (tmp_path / "report.md").read_text()
+    # without the limit the same selection runs more than one certificate and passes
+    assert _verify("--adapter", "reference", "--only", "edge", "coupling", "--report", str(tmp_path)) == 0
+    assert len(json.loads((tmp_path / "certificates.json").read_text())["certificates"]) > 1
