@@ -10,8 +10,8 @@
 3. Performance at (B, K, V) = (64, 4, 151936) and (128, 8, 128256), bf16 and fp32, one-hot and classic
    drafts: do_bench median (eager) and CUDA-graph replay time, the stats phase alone, the floor
    (must-read bytes / copy bandwidth measured in this run) and a plain-PyTorch softmax-then-sample
-   implementation measured in the same run; the two-launch default against the single-launch
-   (fused) schedule at two lags. The best configuration per case is reported.
+   implementation measured in the same run; the default against the configurations of SWEEP (precise
+   logarithms, 32-bit stats-pass offsets). The best configuration per case is reported.
 Prints a short table; takes ~2-3 minutes on an H200 (mostly Triton compiles and the float64
 reference).
 """
@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from gpu_common import copy_bandwidth, graph_time  # noqa: E402
 
 from specsample.kernels import logits as L  # noqa: E402
+from specsample.kernels._launch import int32_offsets_fit  # noqa: E402
 from specsample.reference.logits import rejection_sample_logits_reference  # noqa: E402
 from specsample.stats import clopper_pearson  # noqa: E402
 
@@ -42,18 +43,13 @@ SHAPES = [(64, 4, 151936), (128, 8, 128256)]
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 SWEEP = [
     None,  # launch_config defaults: stats kernel then race kernel
-    # one launch: ticketed stats/race tasks, the race of request r - lag after the stats of request r
-    {"fused": True, "lag": 16, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
-    {"fused": True, "lag": 48, "stats_block": 2048, "stats_tiles": 4, "race_block": 1024, "race_tiles": 2},
-    {"lane_stats": True},  # two launches, per-lane statistics in the stats pass (benchmarks/NOTES.md)
     {"fast_log": False},  # the precise libdevice logarithms in the race pass (default until run 14)
-    {"lane_stats": True, "fast_log": True},
     # 32-bit column offsets in the stats pass (offline SASS 43.8 -> 36.1 instructions per element), and
     # with 16 elements per thread per tile (29.1): the stats pass is instruction-bound (run 20)
     {"lane_i32": True},
     {"lane_i32": True, "stats_block": 4096, "stats_tiles": 2},
 ]
-SWEEP_NAMES = "default/fused-lag16/fused-lag48/lane-stats/precise-log/lane-stats+fast-log/lane-i32/lane-i32+4096"
+SWEEP_NAMES = "default/precise-log/lane-i32/lane-i32+4096"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -89,7 +85,7 @@ def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None):
     row = dict(B=batch, K=num_k, V=vocab, dtype=dtype_name, classic=classic, mismatches=m,
                ambiguous=int(ref.ambiguous.sum()), unexplained=int((differ & ~ref.ambiguous).sum()),
                tv_ucb=clopper_pearson(m, batch, 1e-6, "upper"), mean_accepted=float(acc.mean()),
-               fused=bool(config and config.get("fused")))  # fmt: skip
+               config=config or {})  # fmt: skip
     RESULTS["coupling"].append(row)
     print("coupling", row, flush=True)
 
@@ -117,10 +113,7 @@ def graph_check(gen, config=None):
         eager = L.rejection_sample_logits(**case, _config=config)
         replays_ok &= all(torch.equal(a, b) for a, b in zip(captured, eager, strict=True))
     torch.cuda.synchronize()
-    key = "fused" if config and config.get("fused") else "two_launch"
-    RESULTS["graph"] = dict(
-        RESULTS["graph"] or {}, **{key: dict(deterministic=same, replays_equal_eager=bool(replays_ok))}
-    )
+    RESULTS["graph"] = dict(deterministic=same, replays_equal_eager=bool(replays_ok))
     print("graph", RESULTS["graph"], flush=True)
 
 
@@ -168,7 +161,9 @@ def stats_only(case, cfg):
             lg, dl if has else lg, case["temperature"], lg, ws[0], ws[1], arg, ws[2], ws[3],
             batch, vocab, nc1, *lg.stride(), *sd, 1, 0, K=k_plus_1 - 1, HAS_DRAFT_LOGITS=has, RAGGED=False,
             BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
-            LANE_STATS=cfg["lane_stats"], num_warps=cfg["stats_warps"],
+            LANE_I32=cfg["lane_i32"] and int32_offsets_fit(vocab + cfg["stats_block"] * cfg["stats_tiles"],
+                                                          lg.stride(2), sd[2]),
+            num_warps=cfg["stats_warps"],
         )  # fmt: skip
 
     return do_bench(run, warmup=25, rep=200, return_mode="median")
@@ -220,18 +215,14 @@ def main() -> int:
     )
     gen = torch.Generator(device=DEV)
     gen.manual_seed(20261129)
-    steps = [  # the fused configurations differ only in the runtime lag: one compile serves both
+    steps = [
         lambda: coupling(256, 4, 32000, "bf16", True, gen),
         lambda: coupling(256, 4, 32000, "fp32", False, gen),
         lambda: coupling(32, 8, 151936, "fp32", True, gen),
-        lambda: coupling(128, 4, 32000, "bf16", True, gen, SWEEP[1]),
-        lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[2]),
-        lambda: coupling(128, 4, 151936, "fp32", True, gen, SWEEP[3]),
-        lambda: coupling(256, 4, 32000, "bf16", True, gen, SWEEP[5]),
-        lambda: coupling(32, 8, 151936, "fp32", True, gen, SWEEP[5]),
-        lambda: coupling(128, 4, 151936, "bf16", True, gen, SWEEP[7]),
+        lambda: coupling(128, 4, 151936, "fp32", True, gen, SWEEP[1]),
+        lambda: coupling(128, 4, 151936, "bf16", True, gen, SWEEP[2]),
+        lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[3]),
         lambda: graph_check(gen),
-        lambda: graph_check(gen, SWEEP[1]),
     ]
     for step in steps:
         try:
@@ -259,7 +250,7 @@ def main() -> int:
     for c in RESULTS["coupling"]:
         mode = "classic" if c["classic"] else "one-hot"
         shape = f"{c['B']},{c['K']},{c['V']}"
-        mode += " fused" if c["fused"] else ""
+        mode += "".join(f" {k}" for k in c["config"])
         print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
               f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e}")  # fmt: skip
     print(f"graph: {RESULTS['graph']}")

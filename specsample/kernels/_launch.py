@@ -26,6 +26,12 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def int32_offsets_fit(columns: int, *strides: int) -> bool:
+    """Whether every element offset col * stride, col < `columns`, fits in int32 (then a kernel may
+    add 32-bit column offsets to a 64-bit row pointer)."""
+    return columns * max(1, *(abs(s) for s in strides)) < 2**31
+
+
 def check_device(name: str, t: torch.Tensor) -> None:
     """Raise ValueError when `t` cannot be launched on: CUDA always, CPU only under the interpreter."""
     if t.device.type == "cuda":

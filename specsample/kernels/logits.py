@@ -34,11 +34,9 @@ Must-read bytes are every target row (plus draft rows) once, plus row j (and dra
 request: (K+2)/(K+1) of the floor for one-hot drafts, (2K+3)/(2K+1) for classic drafts.
 
 The race costs one Philox call per four tokens and two logs per token on one row per request; run
-after the stats pass it is ALU time added to a memory-bound pass. `_config={"fused": True}` runs both
-phases in one launch instead (`_logits_fused_kernel`): programs take tickets from an atomic counter,
-tickets map to stats tasks of request r followed by the race tasks of request r - lag, and a race
-task waits (atomically) until its request's stats are complete, so the race ALU of early requests
-overlaps the stats reads of later ones. Waiting only on earlier tickets cannot deadlock.
+after the stats pass it is ALU time added to a memory-bound pass. (A one-launch schedule that
+overlapped the two phases by ticketed tasks, and per-lane statistics in phase 1, were measured
+slower on the H200 in runs 14, 15 and 20 and are gone: benchmarks/NOTES.md.)
 """
 
 from __future__ import annotations
@@ -55,7 +53,7 @@ from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._launch import cdiv, interpreting, next_pow2
+from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels.philox import (
     STREAM_LOGITS_RESIDUAL,
     STREAM_LOGITS_UNIFORM,
@@ -187,37 +185,6 @@ def _race_log_noise(seed, offset, position, first_col, BLOCK_ROWS: tl.constexpr,
 
 
 @triton.jit
-def _lane_stats(row_ptr, need, chunk, V, s_v, scale, WITH_ARG,
-                BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr):  # fmt: skip
-    """(max, sum exp((l - max) scale), smallest argmax) of clean logits l over one chunk of TILES
-    [BLOCK_ROWS, BLOCK_V] tiles, kept per lane (a lane sees one column per tile) and reduced once:
-    a new lane maximum rescales the lane's sum by exp2((m_old - l) scale), otherwise the lane adds
-    exp2((l - m) scale) — one exp2 per element either way."""
-    lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
-    m = tl.full((BLOCK_ROWS, BLOCK_V), _NEG_INF, tl.float32)
-    acc = tl.zeros((BLOCK_ROWS, BLOCK_V), tl.float32)
-    arg = tl.zeros((BLOCK_ROWS, BLOCK_V), tl.int64)
-    sc = scale[:, None]
-    for tile in range(TILES):
-        cols = (chunk * TILES + tile) * BLOCK_V + lane
-        l = _clean_logits(tl.load(row_ptr[:, None] + cols * s_v, mask=need[:, None] & (cols < V),
-                                  other=float("-inf")))  # fmt: skip
-        bigger = l > m  # strict: the earlier column keeps a tie
-        gap = tl.where(l > _NEG_INF, tl.where(bigger, m - l, l - m), _NEG_INF)
-        e = tl.exp2(gap * sc)
-        acc = tl.where(bigger, acc * e + 1.0, acc + e)
-        if WITH_ARG:
-            arg = tl.where(bigger, cols, arg)
-        m = tl.where(bigger, l, m)
-    row_max = tl.max(m, axis=1)
-    shift = tl.where(row_max == _NEG_INF, 0.0, row_max)
-    row_sum = tl.sum(acc * tl.exp2((m - shift[:, None]) * sc), axis=1)
-    row_arg = tl.min(tl.where(m == row_max[:, None], arg, V), axis=1)
-    row_arg = tl.where(row_max == _NEG_INF, 0, row_arg)
-    return row_max, row_sum, row_arg
-
-
-@triton.jit
 def _stats_block(
     row_block,  # this program's rows are row_block * BLOCK_ROWS + [0, BLOCK_ROWS)
     chunk,  # and its vocabulary chunk
@@ -238,7 +205,6 @@ def _stats_block(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
-    LANE_STATS: tl.constexpr = False,
     LANE_I32: tl.constexpr = False,
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
@@ -254,58 +220,48 @@ def _stats_block(
     scale = inv_t * _LOG2E  # exp(x / T) = exp2(x * log2(e) / T)
 
     any_greedy = tl.max(greedy.to(tl.int32), axis=0) > 0
-    if LANE_STATS:
-        # per-lane online max / sum-exp / first argmax over the tiles, one reduction at the end
-        # (no cross-thread reduction per tile); same statistics up to float32 rounding
-        t_max, t_sum, t_arg = _lane_stats(t_ptr + (b * st_b + i * st_k), need, chunk, V, st_v, scale,
-                                          any_greedy, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
-        if HAS_DRAFT_LOGITS:
-            need_d = sampled & (i < n)
-            d_max, d_sum, _ = _lane_stats(d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k), need_d, chunk, V,
-                                          sd_v, scale, False, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
-    else:
-        t_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-        t_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
-        t_arg = tl.zeros((BLOCK_ROWS,), tl.int64)
-        if HAS_DRAFT_LOGITS:
-            need_d = sampled & (i < n)
-            d_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-            d_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
-        # LANE_I32 (the launcher checks V * stride < 2^31): 32-bit column offsets from a 64-bit row
-        # pointer, so per-element address and bounds arithmetic is 32-bit (offline SASS at 8 warps:
-        # 43.8 -> 36.1 instructions per element)
-        t_row = t_ptr + (b * st_b + i * st_k)
+    t_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+    t_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
+    t_arg = tl.zeros((BLOCK_ROWS,), tl.int64)
+    if HAS_DRAFT_LOGITS:
+        need_d = sampled & (i < n)
+        d_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+        d_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
         d_row = d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)
-        if LANE_I32:
-            lane = tl.arange(0, BLOCK_V)[None, :]
-            first_col = chunk.to(tl.int32) * (TILES * BLOCK_V)
-        else:
-            lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
-            first_col = chunk * (TILES * BLOCK_V)
-        for tile in range(TILES):
-            cols = first_col + tile * BLOCK_V + lane
-            in_v = cols < V
-            l = _clean_logits(tl.load(t_row[:, None] + cols * st_v,
-                                      mask=need[:, None] & in_v, other=float("-inf")))  # fmt: skip
-            tile_max = tl.max(l, axis=1)
-            if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
-                tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
-                t_arg = tl.where(tile_max > t_max, tile_arg, t_arg)  # strict: the earlier index wins ties
-            new_max = tl.maximum(t_max, tile_max)
-            shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
-            t_sum = t_sum * tl.exp2((t_max - shift) * scale) + tl.sum(
-                tl.exp2((l - shift[:, None]) * scale[:, None]), axis=1
+    # LANE_I32 (the launcher checks V * stride < 2^31): 32-bit column offsets from a 64-bit row
+    # pointer, so per-element address and bounds arithmetic is 32-bit (offline SASS at 8 warps:
+    # 43.8 -> 36.1 instructions per element)
+    t_row = t_ptr + (b * st_b + i * st_k)
+    if LANE_I32:
+        lane = tl.arange(0, BLOCK_V)[None, :]
+        first_col = chunk.to(tl.int32) * (TILES * BLOCK_V)
+    else:
+        lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
+        first_col = chunk * (TILES * BLOCK_V)
+    for tile in range(TILES):
+        cols = first_col + tile * BLOCK_V + lane
+        in_v = cols < V
+        l = _clean_logits(tl.load(t_row[:, None] + cols * st_v,
+                                  mask=need[:, None] & in_v, other=float("-inf")))  # fmt: skip
+        tile_max = tl.max(l, axis=1)
+        if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
+            tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
+            t_arg = tl.where(tile_max > t_max, tile_arg, t_arg)  # strict: the earlier index wins ties
+        new_max = tl.maximum(t_max, tile_max)
+        shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
+        t_sum = t_sum * tl.exp2((t_max - shift) * scale) + tl.sum(
+            tl.exp2((l - shift[:, None]) * scale[:, None]), axis=1
+        )
+        t_max = new_max
+        if HAS_DRAFT_LOGITS:
+            dl = _clean_logits(tl.load(d_row[:, None] + cols * sd_v,
+                                       mask=need_d[:, None] & in_v, other=float("-inf")))  # fmt: skip
+            new_dmax = tl.maximum(d_max, tl.max(dl, axis=1))
+            dshift = tl.where(new_dmax == _NEG_INF, 0.0, new_dmax)
+            d_sum = d_sum * tl.exp2((d_max - dshift) * scale) + tl.sum(
+                tl.exp2((dl - dshift[:, None]) * scale[:, None]), axis=1
             )
-            t_max = new_max
-            if HAS_DRAFT_LOGITS:
-                dl = _clean_logits(tl.load(d_row[:, None] + cols * sd_v,
-                                           mask=need_d[:, None] & in_v, other=float("-inf")))  # fmt: skip
-                new_dmax = tl.maximum(d_max, tl.max(dl, axis=1))
-                dshift = tl.where(new_dmax == _NEG_INF, 0.0, new_dmax)
-                d_sum = d_sum * tl.exp2((d_max - dshift) * scale) + tl.sum(
-                    tl.exp2((dl - dshift[:, None]) * scale[:, None]), axis=1
-                )
-                d_max = new_dmax
+            d_max = new_dmax
 
     out = rows * NC + chunk
     tl.store(tmax_ptr + out, t_max, mask=row_ok)
@@ -523,13 +479,12 @@ def _logits_stats_kernel(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
-    LANE_STATS: tl.constexpr,
     LANE_I32: tl.constexpr,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks): one _stats_block each.
     _stats_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr,
                  targ_ptr, dmax_ptr, dsum_ptr, B, V, NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
-                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_STATS, LANE_I32)  # fmt: skip
+                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32)  # fmt: skip
 
 
 @triton.jit
@@ -556,66 +511,6 @@ def _logits_race_kernel(
                 K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, FAST_LOG)  # fmt: skip
 
 
-@triton.jit
-def _logits_fused_kernel(
-    t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,  # see _stats_block / _race_block
-    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr, arrivals_ptr,
-    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-    ticket_ptr,  # [1] int32, zero on entry: dispenses task ids in the order programs start
-    done_ptr,  # [B] int32, zero on entry: finished stats tasks per request
-    B, V, NC1, NC2, LAG,
-    st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
-    K: tl.constexpr,
-    KP: tl.constexpr,
-    HAS_DRAFT_LOGITS: tl.constexpr,
-    RAGGED: tl.constexpr,
-    STATS_BLOCK_V: tl.constexpr,
-    STATS_TILES: tl.constexpr,
-    RACE_BLOCK_V: tl.constexpr,
-    RACE_TILES: tl.constexpr,
-    MAX_SPIN: tl.constexpr,
-):  # fmt: skip
-    # One launch, B * (P + Q) programs, P = (K+1) NC1 stats tasks and Q = NC2 race tasks per request.
-    # Task order: stats of requests 0..LAG-1, then per request r >= LAG its stats followed by the race
-    # of request r - LAG, then the last LAG races; so the race ALU of early requests overlaps the
-    # memory-bound stats of later ones. A program takes the next ticket (atomic), so every task it
-    # waits for (the P stats of its request) holds an earlier ticket and is running or done: no
-    # deadlock whatever the hardware's block order. MAX_SPIN bounds the wait as a safety net.
-    p_tasks = (K + 1) * NC1
-    q_tasks = NC2
-    t = tl.atomic_add(ticket_ptr, 1).to(tl.int64)
-    lag = tl.minimum(LAG, B).to(tl.int64)
-    head = lag * p_tasks
-    mid = (B - lag) * (p_tasks + q_tasks)
-    u_mid = t - head
-    w_mid = u_mid % (p_tasks + q_tasks)
-    u_tail = t - head - mid
-    in_head = t < head
-    in_mid = (t >= head) & (t < head + mid)
-    is_stats = in_head | (in_mid & (w_mid < p_tasks))
-    b_stats = tl.where(in_head, t // p_tasks, lag + u_mid // (p_tasks + q_tasks))
-    i_stats = tl.where(in_head, t % p_tasks, w_mid)
-    b_race = tl.where(in_mid, u_mid // (p_tasks + q_tasks), B - lag + u_tail // q_tasks)
-    i_race = tl.where(in_mid, w_mid - p_tasks, u_tail % q_tasks)
-    if is_stats:
-        _stats_block(b_stats * (K + 1) + i_stats // NC1, i_stats % NC1, t_ptr, d_ptr, temp_ptr, n_ptr,
-                     tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, B, V, NC1,
-                     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
-                     K, HAS_DRAFT_LOGITS, RAGGED, 1, STATS_BLOCK_V, STATS_TILES)  # fmt: skip
-        tl.atomic_add(done_ptr + b_stats, 1, sem="release")
-    else:
-        spins = 0
-        ready = tl.atomic_add(done_ptr + b_race, 0, sem="acquire")
-        while (ready < p_tasks) & (spins < MAX_SPIN):
-            ready = tl.atomic_add(done_ptr + b_race, 0, sem="acquire")
-            spins += 1
-        _race_block(b_race, i_race, t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr,
-                    offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr,
-                    arrivals_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, B, V, NC1, NC2,
-                    st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
-                    K, KP, HAS_DRAFT_LOGITS, RAGGED, 1, RACE_BLOCK_V, RACE_TILES)  # fmt: skip
-
-
 # ----------------------------------------------------------------------------------------------
 # Launcher
 # ----------------------------------------------------------------------------------------------
@@ -638,17 +533,7 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
             "race_rows": max(1, min(rows_cap, next_pow2(batch))),
             "stats_warps": 4, "race_warps": 4,
         }  # fmt: skip
-        cfg.update(
-            {
-                "fused": False,
-                "lag": 4,
-                "fused_warps": 4,
-                "max_spin": 1 << 10,
-                "lane_stats": False,
-                "fast_log": False,
-                "lane_i32": False,
-            }
-        )
+        cfg.update({"fast_log": False, "lane_i32": False})
     else:
         stats_block = max(128, min(2048, vocab_pow2))
         race_block = max(128, min(1024, vocab_pow2))
@@ -659,15 +544,8 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
         }  # fmt: skip
         # fast_log (the hardware log2 and one logarithm per token in the race pass): on, H200 run 14
         # measured the whole call 1.12-1.21x faster at the issue's shapes, coupling unchanged.
-        # lane_stats (per-lane online statistics in the stats pass): off, run 14 measured it
-        # 1.07-1.25x slower (74 registers against 40: half the occupancy). benchmarks/NOTES.md.
         cfg.update(
             {
-                "fused": False,
-                "lag": 16,
-                "fused_warps": 8,
-                "max_spin": 1 << 20,
-                "lane_stats": False,
                 "fast_log": True,
                 # lane_i32 (32-bit column offsets in the stats pass, where they fit): off until the
                 # H200 measures it; offline SASS predicts 43.8 -> 36.1 instructions per element, and
@@ -675,9 +553,10 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
                 "lane_i32": False,
             }
         )
+    unknown = set(overrides or {}) - set(cfg)
+    if unknown:
+        _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
     cfg.update(overrides or {})
-    if cfg["fused"]:  # one request row per program in the single-launch schedule
-        cfg["stats_rows"] = cfg["race_rows"] = 1
     for key in ("stats_block", "race_block"):
         if cfg[key] < 4 or cfg[key] & (cfg[key] - 1):
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])
@@ -728,13 +607,6 @@ def rejection_sample_logits(
                    launch_config(batch, k_plus_1, vocab, _config))  # fmt: skip
 
 
-def _fits_int32_lanes(vocab: int, cfg: dict, *strides: int) -> bool:
-    """Whether every column offset col * stride of the stats pass fits in int32 (cols run up to one
-    chunk past V): the condition for its LANE_I32 variant."""
-    span = vocab + cfg["stats_block"] * cfg["stats_tiles"]
-    return span * max(1, *(abs(s) for s in strides)) < 2**31
-
-
 def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
     """Both phases on validated tensors."""
     batch, k_plus_1, vocab = lg.shape
@@ -760,36 +632,18 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
     race_blocks = cdiv(batch, cfg["race_rows"])
     best = torch.empty(batch, nc2, 2, **f32)
     best_idx = torch.empty(batch, nc2, 2, dtype=torch.int32, device=device)
-    if cfg["fused"]:
-        counters = torch.zeros(race_blocks + batch + 1, dtype=torch.int32, device=device)
-        arrivals = counters[:race_blocks]
-    else:  # persistent, kept zero by the race kernel (no memset launch per call)
-        arrivals = arrival_counters(device, race_blocks)
+    arrivals = arrival_counters(device, race_blocks)  # persistent, kept zero by the race kernel
 
     d_arg, sd = (dl, dl.stride()) if has_draft else (lg, (0, 0, 0))
     x_arg, sx = (x, x.stride()) if num_k > 0 else (tokens, (0, 0))
     n_arg, sn = (n, n.stride(0)) if n is not None else (tokens, 0)
     st = lg.stride()
-    if cfg["fused"]:
-        done, ticket = counters[race_blocks : race_blocks + batch], counters[race_blocks + batch :]
-        _logits_fused_kernel[(batch * (k_plus_1 * nc1 + nc2),)](
-            lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum,
-            best, best_idx, arrivals, tokens, num_accepted, fallback, valid, ticket, done,
-            batch, vocab, nc1, nc2, cfg["lag"],
-            *st, *sd, *sx, temperature.stride(0), sn, seeds.stride(0), offsets.stride(0),
-            K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
-            STATS_BLOCK_V=cfg["stats_block"], STATS_TILES=cfg["stats_tiles"],
-            RACE_BLOCK_V=cfg["race_block"], RACE_TILES=cfg["race_tiles"], MAX_SPIN=cfg["max_spin"],
-            num_warps=cfg["fused_warps"],
-        )  # fmt: skip
-        return SampleResult(tokens, num_accepted, fallback, valid)
     _logits_stats_kernel[(cdiv(num_rows, cfg["stats_rows"]), nc1)](
         lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum,
         batch, vocab, nc1, *st, *sd, temperature.stride(0), sn,
         K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
         BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
-        LANE_STATS=cfg["lane_stats"],
-        LANE_I32=cfg["lane_i32"] and _fits_int32_lanes(vocab, cfg, st[2], sd[2]),
+        LANE_I32=cfg["lane_i32"] and int32_offsets_fit(vocab + cfg["stats_block"] * cfg["stats_tiles"], st[2], sd[2]),
         num_warps=cfg["stats_warps"],
     )  # fmt: skip
     _logits_race_kernel[(race_blocks, nc2)](

@@ -57,34 +57,24 @@ def test_bit_deterministic_across_runs_and_keyed_by_offset():
     assert changed > 0.25, f"offset + 1 changed only {changed:.1%} of the rows: is the offset used?"
 
 
-def test_single_launch_schedule_matches_two_launches():
-    """The fused single-launch schedule (ticketed stats/race tasks, race of request r - LAG after the
-    stats of request r) gives bit-identical outputs to the two-launch path with the same chunking;
-    LAG = 1 over 3 requests exercises the head, interleaved and tail parts of the schedule. Tiny sizes:
-    under the interpreter every task is one program."""
-    case = make_batch(current_test_seed(), 3, 1, 16, classic=True)
-    chunks = {"stats_block": 8, "stats_tiles": 1, "race_block": 8, "race_tiles": 1}
-    two = [t.numpy() for t in sample_logits(**case, _config=chunks)]
-    fused = [t.numpy() for t in sample_logits(**case, _config=dict(chunks, fused=True, lag=1))]
-    _assert_same(fused, two, "fused schedule, lag 1")
-
-
 @pytest.mark.parametrize("classic", [False, True], ids=["one-hot", "classic"])
 def test_int32_lanes_give_the_same_outputs(classic):
     """The stats pass's opt-in 32-bit column offsets (lane_i32) change only address arithmetic: on
     n = 300 requests with every edge case, V = 29 over chunks of 2 tiles x 8 columns (several
     chunks and a ragged last one), outputs are bit-identical to the 64-bit path. With a vocabulary
-    stride too large for int32 offsets the launcher keeps the 64-bit path (checked by
-    _fits_int32_lanes), still bit-identical."""
+    stride too large for int32 offsets the launcher keeps the 64-bit path (int32_offsets_fit);
+    an unknown config key is an error, not silently ignored."""
     from specsample.kernels import logits as kl
+    from specsample.kernels._launch import int32_offsets_fit
 
     case = make_batch(current_test_seed(), 300, 3, 29, classic=classic)
     chunks = {"stats_block": 8, "stats_tiles": 2, "race_block": 8, "race_tiles": 1}
     wide = _outputs_with(case, dict(chunks, lane_i32=False))
     _assert_same(_outputs_with(case, dict(chunks, lane_i32=True)), wide, "lane_i32")
-    cfg = kl.launch_config(300, 4, 29, dict(chunks, lane_i32=True))
-    assert kl._fits_int32_lanes(29, cfg, 1, 1)
-    assert not kl._fits_int32_lanes(29, cfg, 2**26, 1) and not kl._fits_int32_lanes(2**31 - 10, cfg, 1)
+    assert int32_offsets_fit(29 + 16, 1, 1)
+    assert not int32_offsets_fit(29 + 16, 2**26, 1) and not int32_offsets_fit(2**31 + 6, 1)
+    with pytest.raises(ValueError, match="lane_stats"):
+        kl.launch_config(300, 4, 29, {"lane_stats": True})
 
 
 def _outputs_with(case: dict, config: dict) -> list[np.ndarray]:

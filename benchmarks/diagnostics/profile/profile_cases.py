@@ -57,9 +57,7 @@ def cases(gen):
                 seeds=torch.randint(0, 2**62, (batch,), generator=gen, device=DEV),
                 offsets=torch.randint(0, 2**62, (batch,), generator=gen, device=DEV))  # fmt: skip
     out["logits default (64,4,151936)"] = lambda: kl.rejection_sample_logits(**args)
-    out["logits lane_stats+fast_log (64,4,151936)"] = lambda: kl.rejection_sample_logits(
-        **args, _config={"lane_stats": True, "fast_log": True}
-    )
+    out["logits lane_i32 (64,4,151936)"] = lambda: kl.rejection_sample_logits(**args, _config={"lane_i32": True})
     return out
 
 
