@@ -42,7 +42,7 @@ from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._launch import cdiv, interpreting, next_pow2
+from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult
 
@@ -135,9 +135,9 @@ def _emit_rows(
     rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks,
     sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
     K: tl.constexpr, HAS_DRAFT_PROBS: tl.constexpr, SEEDED: tl.constexpr,
-    PART_V: tl.constexpr, TILE_V: tl.constexpr, CHUNKS_POW2: tl.constexpr,
+    BLOCK_V: tl.constexpr, CHUNKS_POW2: tl.constexpr,
 ):  # fmt: skip
-    """Outputs of a row block once every partial (PART_V columns each) of it is written.
+    """Outputs of a row block once every partial (BLOCK_V columns each) of it is written.
 
     fallback = (a < n) and sum r == 0 -> r := clean p_a.  total = sum r; valid = total > 0.
     token = smallest v with r_v > 0 and cumsum(r)_v > (u_K + 2^-25) * total, else the largest v with
@@ -164,26 +164,18 @@ def _emit_rows(
     before = tl.sum(tl.where(c == (chunk - 1)[:, None], cum, 0.0), axis=1)
     local = tl.where(found, target - before, float("inf"))  # not found: take the last positive token
 
-    # token level, inside that one partial's columns, re-read in [BLOCK_ROWS, TILE_V] tiles
-    lane = tl.arange(0, TILE_V).to(tl.int64)[None, :]
-    carry = tl.zeros_like(local)  # cumulative sum of the tiles before
-    pick = tl.full(local.shape, -1, tl.int64)  # first crossing, relative to the partial
-    last_pos = tl.full(local.shape, -1, tl.int64)  # last positive entry so far
-    for t in tl.static_range(PART_V // TILE_V):
-        cols = chunk[:, None] * PART_V + t * TILE_V + lane
-        mask = valid[:, None] & (cols < V)
-        r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
-                                sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
-        vals = tl.where(fallback[:, None], p_j, r)
-        cs = tl.cumsum(vals, axis=1) + carry[:, None]
-        positive = vals > 0.0
-        hit = tl.min(tl.where(positive & (cs > local[:, None]), lane, TILE_V), axis=1)
-        pick = tl.where((pick < 0) & (hit < TILE_V), t * TILE_V + hit, pick)
-        last = tl.max(tl.where(positive, lane, -1), axis=1)
-        last_pos = tl.where(last >= 0, t * TILE_V + last, last_pos)
-        carry += tl.sum(vals, axis=1)
-    pick = tl.where(pick >= 0, pick, last_pos)
-    token = tl.where(valid & (pick >= 0), chunk * PART_V + pick, -1)
+    # token level: re-read that one chunk of BLOCK_V columns, scan it
+    lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
+    cols = chunk[:, None] * BLOCK_V + lane
+    mask = valid[:, None] & (cols < V)
+    r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
+                            sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
+    vals = tl.where(fallback[:, None], p_j, r)
+    positive = vals > 0.0
+    hit = tl.min(tl.where(positive & (tl.cumsum(vals, axis=1) > local[:, None]), lane, BLOCK_V), axis=1)
+    last_pos = tl.max(tl.where(positive, lane, -1), axis=1)  # last positive entry of the chunk
+    pick = tl.where(hit < BLOCK_V, hit, last_pos)
+    token = tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1)
 
     out = tl.where(k < a[:, None], x, tl.where(k == a[:, None], token[:, None], -1))
     tl.store(tokens_ptr + rows[:, None] * (K + 1) + k, out.to(tl.int32), mask=row_ok[:, None] & (k <= K))
@@ -268,7 +260,7 @@ def _chain_kernel(
         _emit_rows(p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr,
                    valid_ptr, rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks,
                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
-                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, BLOCK_V, CHUNKS_POW2)  # fmt: skip
+                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, CHUNKS_POW2)  # fmt: skip
         tl.atomic_xchg(arrivals_ptr + pid_rows, 0)  # ready for the next call / graph replay
 
 
@@ -433,7 +425,7 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     has_q = q is not None
     sq = q.stride() if has_q else (0, 0, 0)
     # int32 lane offsets unless a lane offset cols * stride can pass 2^31 (or forced: lane_i64)
-    wide = lane_i64 or vocab * max(p.stride(2), sq[2]) >= 2**31
+    wide = lane_i64 or not int32_offsets_fit(vocab, p.stride(2), sq[2])
     plan = _plan(batch, k_plus_1, vocab, has_q, n is not None, seeded, wide, tuple(sorted(overrides.items())))
     partials = torch.empty(batch, plan.num_chunks, 2, dtype=torch.float64, device=device)
     arrivals = arrival_counters(device, plan.grid[0])

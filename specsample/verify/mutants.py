@@ -188,8 +188,8 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "chain kernel: norm_sum == 0 emits token V - 1 (SGLang)",
         [
             (
-                r"token = tl\.where\(valid & \(pick >= 0\), chunk \* PART_V \+ pick, -1\)",
-                "token = tl.where(fallback, V - 1, tl.where(valid & (pick >= 0), chunk * PART_V + pick, -1))",
+                r"token = tl\.where\(valid & \(pick >= 0\), chunk \* BLOCK_V \+ pick, -1\)",
+                "token = tl.where(fallback, V - 1, tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1))",
             )
         ],
     ),
