@@ -2,7 +2,7 @@
 # One batched H200 session: GPU tests, the kernels' GPU scripts (large statistical runs, CUDA graphs,
 # performance), benchmarks. Runs with the machine's python3 (torch/triton preinstalled), no venv.
 # Usage: OUT=/some/dir bash ci/gpu_session.sh [parts...]
-#   parts: tests chain gumbel logits large sanitize verify bench   (default: all but verify)
+#   parts: tests chain gumbel logits large sanitize verify bench launch   (default: all but verify, launch)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -20,6 +20,8 @@ for part in "${parts[@]}"; do
     gumbel)   step gumbel python3 ci/gpu/gumbel_gpu.py ;;
     logits)   step logits python3 ci/gpu/logits_gpu.py ;;
     bench)    step bench env OUT="$OUT/bench" bash benchmarks/gpu_session.sh ;;
+    # Triton's launch path against the cached compiled launcher, interleaved (host µs and do_bench)
+    launch)   step launch python3 benchmarks/host/launch_paths.py --out "$OUT/launch" ;;
     # the kernels at `full` (the references are certified on CPU); --max-seconds ends a slow run with
     # a complete report of what finished (exit 3), `timeout` is the backstop; the certificate
     # streams are gzipped (they reach 16+ MiB)

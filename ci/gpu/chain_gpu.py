@@ -556,9 +556,10 @@ def main() -> int:
             steps.append((f"perf {shape}", lambda s=shape: perf(s, RESULTS["copy_bw"], gen)))
         for shape in TARGETS_US:
             steps.append((f"sweep {shape}", lambda s=shape: sweep(s, gen)))
-    only = os.environ.get("CHAIN_GPU_ONLY")  # e.g. "sweep": run only the steps whose name starts so
+    # e.g. "sweep" or "coupling,graph": run only the steps whose name starts with one of these
+    only = os.environ.get("CHAIN_GPU_ONLY")
     if only:
-        steps = [(name, fn) for name, fn in steps if name.startswith(only)]
+        steps = [(name, fn) for name, fn in steps if name.startswith(tuple(only.split(",")))]
     for name, fn in steps:
         try:
             fn()

@@ -42,14 +42,14 @@ DEV = "cuda"
 SHAPES = [(64, 4, 151936), (128, 8, 128256)]
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 SWEEP = [
-    None,  # launch_config defaults: stats kernel then race kernel
+    None,  # launch_config defaults: stats kernel (4096 x 2 tiles, 32-bit lanes) then race kernel
     {"fast_log": False},  # the precise libdevice logarithms in the race pass (default until run 14)
-    # 32-bit column offsets in the stats pass (offline SASS 43.8 -> 36.1 instructions per element), and
-    # with 16 elements per thread per tile (29.1): the stats pass is instruction-bound (run 20)
-    {"lane_i32": True},
-    {"lane_i32": True, "stats_block": 4096, "stats_tiles": 2},
+    # the stats pass's defaults until run 21: 64-bit column offsets, 2048 x 4 tiles (and its 32-bit
+    # variant): keeps the run-21 comparison that made 4096 x 2 with lane_i32 the default re-runnable
+    {"lane_i32": False, "stats_block": 2048, "stats_tiles": 4},
+    {"lane_i32": True, "stats_block": 2048, "stats_tiles": 4},
 ]
-SWEEP_NAMES = "default/precise-log/lane-i32/lane-i32+4096"
+SWEEP_NAMES = "default/precise-log/i64-2048x4/i32-2048x4"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 

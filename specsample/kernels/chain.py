@@ -42,7 +42,9 @@ from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
+from specsample.kernels._compiled_launch import launch
 from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult
 
@@ -180,8 +182,8 @@ def _emit_rows(
     out = tl.where(k < a[:, None], x, tl.where(k == a[:, None], token[:, None], -1))
     tl.store(tokens_ptr + rows[:, None] * (K + 1) + k, out.to(tl.int32), mask=row_ok[:, None] & (k <= K))
     tl.store(num_accepted_ptr + rows, a.to(tl.int32), mask=row_ok)
-    tl.store(fallback_ptr + rows, fallback.to(tl.int8), mask=row_ok)
-    tl.store(valid_ptr + rows, valid.to(tl.int8), mask=row_ok)
+    tl.store(fallback_ptr + rows, fallback, mask=row_ok)
+    tl.store(valid_ptr + rows, valid, mask=row_ok)
 
 
 @triton.jit
@@ -197,8 +199,8 @@ def _chain_kernel(
     arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
     tokens_ptr,  # [B, K+1] int32 out, contiguous
     num_accepted_ptr,  # [B] int32 out
-    fallback_ptr,  # [B] int8 out (0/1, viewed as bool)
-    valid_ptr,  # [B] int8 out (0/1, viewed as bool)
+    fallback_ptr,  # [B] bool out
+    valid_ptr,  # [B] bool out
     B, V, num_chunks, tiles_per_program,
     sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, sx_b, sx_k, sn_b, su_b, su_k, ss_b, so_b,
     K: tl.constexpr,
@@ -415,11 +417,10 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     device = p.device
     tokens = torch.empty(batch, k_plus_1, dtype=torch.int32, device=device)
     num_accepted = torch.empty(batch, dtype=torch.int32, device=device)
-    # flags are stored as int8 and viewed as bool (no bool pointers in the kernels)
-    fallback = torch.empty(batch, dtype=torch.int8, device=device)
-    valid = torch.empty(batch, dtype=torch.int8, device=device)
+    fallback = torch.empty(batch, dtype=torch.bool, device=device)
+    valid = torch.empty(batch, dtype=torch.bool, device=device)
     if batch == 0:
-        return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
+        return SampleResult(tokens, num_accepted, fallback, valid)
 
     seeded = seeds is not None
     has_q = q is not None
@@ -427,7 +428,8 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     # int32 lane offsets unless a lane offset cols * stride can pass 2^31 (or forced: lane_i64)
     wide = lane_i64 or not int32_offsets_fit(vocab, p.stride(2), sq[2])
     plan = _plan(batch, k_plus_1, vocab, has_q, n is not None, seeded, wide, tuple(sorted(overrides.items())))
-    partials = torch.empty(batch, plan.num_chunks, 2, dtype=torch.float64, device=device)
+    # [B, num_chunks, 2] fp64 scratch, indexed explicitly by the kernel
+    partials = stream_buffer(device, "chain_partials", batch * plan.num_chunks * 2, torch.float64)
     arrivals = arrival_counters(device, plan.grid[0])
 
     # K == 0: an empty ids tensor may have no storage; the kernel masks every read of this stand-in
@@ -436,10 +438,10 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
     u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
     s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
-    _chain_kernel[plan.grid](
+    launch(_chain_kernel, plan.grid,
         p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, partials, arrivals,
         tokens, num_accepted, fallback, valid,
         batch, vocab, plan.num_chunks, plan.tiles,
         *p.stride(), *sq, *x.stride(), sn, *su, ss, so, **plan.meta,
     )  # fmt: skip
-    return SampleResult(tokens, num_accepted, fallback.view(torch.bool), valid.view(torch.bool))
+    return SampleResult(tokens, num_accepted, fallback, valid)

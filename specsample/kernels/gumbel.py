@@ -40,7 +40,9 @@ import triton.language as tl
 from triton.language.extra.cuda import libdevice
 
 from specsample.kernels._arrivals import arrival_counters
+from specsample.kernels._compiled_launch import launch
 from specsample.kernels._launch import cdiv, check_device, interpreting, next_pow2
+from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_GUMBEL, philox_words
 
 MAX_SAMPLES = 64  # largest num_samples (top-n extraction is unrolled n times)
@@ -430,7 +432,9 @@ def fuse_merge(block_parts: int, num_warps: int) -> bool:
     return block_parts <= _FUSED_MERGE_PARTS_PER_THREAD * 32 * num_warps
 
 
-def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False, fused_merge=None):
+def _fast_sample(
+    probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False, fused_merge=None
+):
     """fast_sample with an explicit tiling; returns (sample_p, sample_index, score) where score
     [B, n] fp32 holds the winners' p / E when with_score (else None). fused_merge: None picks
     `fuse_merge`; False runs the merge as a second launch instead of in the chunk kernel's
@@ -464,8 +468,9 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
         raise ValueError(f"num_samples > 1 needs one tile per chunk, got {tiling.tiles_per_chunk}")
     num_chunks = cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
     num_parts = num_chunks * num_samples
-    part_score = torch.empty((batch, num_parts), dtype=torch.float32, device=probs.device)
-    part_index = torch.empty((batch, num_parts), dtype=torch.int32, device=probs.device)
+    # [B, num_parts] scratch (kernels/_stream_buffers.py), indexed explicitly by the kernels
+    part_score = stream_buffer(probs.device, "race_score", batch * num_parts, torch.float32)
+    part_index = stream_buffer(probs.device, "race_index", batch * num_parts, torch.int32)
     score = (
         torch.empty((batch, num_samples), dtype=torch.float32, device=probs.device) if with_score else None
     )
@@ -474,7 +479,9 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
     if fused_merge is None:
         fused_merge = fuse_merge(block_parts, tiling.num_warps)
     arrivals = arrival_counters(probs.device, row_blocks) if fused_merge else part_index
-    _race_chunk_kernel[(row_blocks, num_chunks)](
+    launch(
+        _race_chunk_kernel,
+        (row_blocks, num_chunks),
         probs,
         seeds,
         offsets,
@@ -505,7 +512,9 @@ def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, wit
     if fused_merge:
         return sample_p, sample_index, score
     merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
-    _race_merge_kernel[(cdiv(batch, merge_rows),)](
+    launch(
+        _race_merge_kernel,
+        (cdiv(batch, merge_rows),),
         part_score,
         part_index,
         probs,
@@ -825,7 +834,9 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
     seeds = seeds if noise else part_index
     offsets = offsets if noise else part_index
     row_blocks = cdiv(batch, tiling.block_rows)
-    _logits_chunk_kernel[(row_blocks, num_chunks)](
+    launch(
+        _logits_chunk_kernel,
+        (row_blocks, num_chunks),
         logits,
         temp_ptr,
         seeds,
@@ -854,7 +865,9 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
     )
     block_parts = next_pow2(num_chunks)
     merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
-    _logits_merge_kernel[(cdiv(batch, merge_rows),)](
+    launch(
+        _logits_merge_kernel,
+        (cdiv(batch, merge_rows),),
         part[0],
         part_index,
         part[1],
@@ -879,7 +892,9 @@ def _write_softmax(logits, temp, token, row_max, row_sum, out, num_chunks, tilin
     batch, vocab = logits.shape
     temp_tensor, temp_stride, temp_value = temp
     per_row = temp_tensor is not None
-    _softmax_write_kernel[(cdiv(batch, tiling.block_rows), num_chunks)](
+    launch(
+        _softmax_write_kernel,
+        (cdiv(batch, tiling.block_rows), num_chunks),
         logits,
         temp_tensor if per_row else row_max,
         token,

@@ -53,7 +53,9 @@ from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
+from specsample.kernels._compiled_launch import launch
 from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import (
     STREAM_LOGITS_RESIDUAL,
     STREAM_LOGITS_UNIFORM,
@@ -535,24 +537,19 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
         }  # fmt: skip
         cfg.update({"fast_log": False, "lane_i32": False})
     else:
-        stats_block = max(128, min(2048, vocab_pow2))
+        # stats pass: 4096-column tiles, 2 per chunk, 32-bit column offsets (lane_i32, where they
+        # fit). H200 run 21, same run, graph time: 1.04-1.07x faster for fp32 and 1.13-1.24x for bf16
+        # than 2048 x 4 tiles with 64-bit offsets (offline SASS 43.8 -> 29.1 instructions per element)
+        stats_block = max(128, min(4096, vocab_pow2))
         race_block = max(128, min(1024, vocab_pow2))
         cfg = {
-            "stats_block": stats_block, "stats_tiles": max(1, min(4, cdiv(vocab, stats_block))),
+            "stats_block": stats_block, "stats_tiles": max(1, min(2, cdiv(vocab, stats_block))),
             "race_block": race_block, "race_tiles": max(1, min(4, cdiv(vocab, race_block))),
             "stats_rows": 1, "race_rows": 1, "stats_warps": 8, "race_warps": 4,
         }  # fmt: skip
         # fast_log (the hardware log2 and one logarithm per token in the race pass): on, H200 run 14
         # measured the whole call 1.12-1.21x faster at the shapes, coupling unchanged.
-        cfg.update(
-            {
-                "fast_log": True,
-                # lane_i32 (32-bit column offsets in the stats pass, where they fit): off until the
-                # H200 measures it; offline SASS predicts 43.8 -> 36.1 instructions per element, and
-                # 29.1 with stats_block 4096 x 2 tiles (benchmarks/NOTES.md)
-                "lane_i32": False,
-            }
-        )
+        cfg.update({"fast_log": True, "lane_i32": True})
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -623,22 +620,25 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
     nc1 = cdiv(vocab, cfg["stats_block"] * cfg["stats_tiles"])
     nc2 = cdiv(vocab, cfg["race_block"] * cfg["race_tiles"])
     num_rows = batch * k_plus_1
-    f32 = dict(dtype=torch.float32, device=device)
-    tmax = torch.empty(num_rows, nc1, **f32)
-    tsum = torch.empty(num_rows, nc1, **f32)
-    targ = torch.empty(num_rows, nc1, dtype=torch.int32, device=device)
-    dmax = torch.empty(num_rows, nc1, **f32) if has_draft else tmax
-    dsum = torch.empty(num_rows, nc1, **f32) if has_draft else tsum
+    # scratch (kernels/_stream_buffers.py), each [rows, chunks] and indexed explicitly by the kernels:
+    # per-chunk max / sum-exp / argmax of every target row and max / sum-exp of every draft row, then
+    # each request's race candidates (score, index) x 2 per race chunk
+    stats = num_rows * nc1
+    tmax = stream_buffer(device, "logits_tmax", stats, torch.float32)
+    tsum = stream_buffer(device, "logits_tsum", stats, torch.float32)
+    targ = stream_buffer(device, "logits_targ", stats, torch.int32)
+    dmax = stream_buffer(device, "logits_dmax", stats, torch.float32) if has_draft else tmax
+    dsum = stream_buffer(device, "logits_dsum", stats, torch.float32) if has_draft else tsum
     race_blocks = cdiv(batch, cfg["race_rows"])
-    best = torch.empty(batch, nc2, 2, **f32)
-    best_idx = torch.empty(batch, nc2, 2, dtype=torch.int32, device=device)
+    best = stream_buffer(device, "logits_best", batch * nc2 * 2, torch.float32)
+    best_idx = stream_buffer(device, "logits_best_idx", batch * nc2 * 2, torch.int32)
     arrivals = arrival_counters(device, race_blocks)  # persistent, kept zero by the race kernel
 
     d_arg, sd = (dl, dl.stride()) if has_draft else (lg, (0, 0, 0))
     x_arg, sx = (x, x.stride()) if num_k > 0 else (tokens, (0, 0))
     n_arg, sn = (n, n.stride(0)) if n is not None else (tokens, 0)
     st = lg.stride()
-    _logits_stats_kernel[(cdiv(num_rows, cfg["stats_rows"]), nc1)](
+    launch(_logits_stats_kernel, (cdiv(num_rows, cfg["stats_rows"]), nc1),
         lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum,
         batch, vocab, nc1, *st, *sd, temperature.stride(0), sn,
         K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
@@ -646,7 +646,7 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
         LANE_I32=cfg["lane_i32"] and int32_offsets_fit(vocab + cfg["stats_block"] * cfg["stats_tiles"], st[2], sd[2]),
         num_warps=cfg["stats_warps"],
     )  # fmt: skip
-    _logits_race_kernel[(race_blocks, nc2)](
+    launch(_logits_race_kernel, (race_blocks, nc2),
         lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum,
         best, best_idx, arrivals, tokens, num_accepted, fallback, valid,
         batch, vocab, nc1, nc2, *st, *sd, *sx, temperature.stride(0), sn, seeds.stride(0), offsets.stride(0),

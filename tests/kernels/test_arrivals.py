@@ -44,3 +44,22 @@ def test_buffers_grow_and_are_per_device_and_stream():
         with torch.cuda.stream(side):
             other = arrival_counters(DEVICE, 4)
         assert other.data_ptr() != big.data_ptr()
+
+
+def test_outgrown_buffers_stay_allocated_and_discard_forgets():
+    """An outgrown buffer is kept alive (a CUDA graph captured earlier still writes to its address;
+    freed, its memory could be handed to another tensor), and discard_stream_buffers(name) forgets
+    only the buffers of that name."""
+    from specsample.kernels import _stream_buffers as sb
+
+    first = sb.stream_buffer(DEVICE, "test_scratch", 300, torch.float64)
+    ptr = first.data_ptr()
+    grown = sb.stream_buffer(DEVICE, "test_scratch", 10 * first.numel(), torch.float64)
+    assert grown.data_ptr() != ptr and grown.numel() >= 10 * first.numel()
+    assert any(t.data_ptr() == ptr for t in sb._RETIRED)
+    keep = sb.stream_buffer(DEVICE, "test_other", 8, torch.int32)
+    sb.discard_stream_buffers("test_scratch")
+    assert sb.stream_buffer(DEVICE, "test_other", 8, torch.int32) is keep
+    assert sb.stream_buffer(DEVICE, "test_scratch", 8, torch.float64) is not grown
+    sb.discard_stream_buffers("test_other")
+    sb.discard_stream_buffers("test_scratch")

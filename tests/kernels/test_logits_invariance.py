@@ -59,8 +59,8 @@ def test_bit_deterministic_across_runs_and_keyed_by_offset():
 
 @pytest.mark.parametrize("classic", [False, True], ids=["one-hot", "classic"])
 def test_int32_lanes_give_the_same_outputs(classic):
-    """The stats pass's opt-in 32-bit column offsets (lane_i32) change only address arithmetic: on
-    n = 300 requests with every edge case, V = 29 over chunks of 2 tiles x 8 columns (several
+    """The stats pass's 32-bit column offsets (lane_i32, on by default on the GPU since H200 run 21)
+    change only address arithmetic: on n = 300 requests with every edge case, V = 29 over chunks of 2 tiles x 8 columns (several
     chunks and a ragged last one), outputs are bit-identical to the 64-bit path. With a vocabulary
     stride too large for int32 offsets the launcher keeps the 64-bit path (int32_offsets_fit);
     an unknown config key is an error, not silently ignored."""

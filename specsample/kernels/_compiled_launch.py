@@ -1,0 +1,135 @@
+"""Launch a Triton kernel through its compiled launcher, skipping JITFunction.run on repeat calls.
+
+`kernel[grid](*args, **meta)` re-derives on every call what a repeat call already knows: it binds
+~30 arguments, specialises each one (type, 16-byte alignment, divisibility), builds a string cache
+key, checks globals and only then calls the compiled kernel's C launcher. On the H200 host
+(Python 3.12, Triton 3.6) that is about half of an eager call's 94-106 µs (benchmarks/NOTES.md,
+run 14), and `triton.testing.do_bench` counts it whenever it outlasts the L2-flush memset.
+
+`launch(kernel, grid, *args, **meta)` keys each call by what can change Triton's choice of compiled
+kernel, and a key seen before goes straight to the launcher Triton built for it:
+- every tensor argument: dtype and whether its data pointer is 16-byte aligned (what Triton
+  specialises a pointer on);
+- every other argument by value (ints, floats, None, bools): strictly finer than Triton's
+  specialisation of scalars (type by range, == 1, divisible by 16), so two calls with one key always
+  get the same compiled kernel;
+- the keyword arguments (constexprs and options such as num_warps) by value, and the current device.
+A new key goes through `kernel[grid](...)` once, which compiles or finds the kernel, launches it and
+returns it; the key then maps to that compiled kernel. So the first call of every shape is Triton's
+own path, and a repeat call launches the very kernel Triton chose for that key.
+
+Falls back to Triton's path on every call when: the interpreter runs (TRITON_INTERPRET=1), a
+Triton launch hook is installed (profilers such as proton read it), the Triton version's compiled
+kernels lack the attributes used here, or `SPECSAMPLE_TRITON_LAUNCH=jit` is set (for A/B timing and
+as an escape hatch). Not covered: changing TRITON_DEBUG or Triton's global knobs after the first call
+of a shape (the cached kernel keeps the knobs it was compiled under).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+
+import torch
+import triton
+
+from specsample.kernels._launch import interpreting
+
+try:
+    from triton import knobs as _knobs
+except ImportError:  # older Triton: no knobs module, no launch hooks to honour
+    _knobs = None
+
+# Triton 3.6's launcher signature (measured on the H200, the version it runs); other versions go
+# through the compiled kernel's public `compiled[grid](*args)` runner, which builds the same call
+_RUN_SIGNATURE_KNOWN = triton.__version__.startswith("3.6.")
+_Tensor = torch.Tensor
+_MAX_ENTRIES = 4096  # distinct (kernel, shape, alignment) keys kept; cleared wholesale beyond this
+_CACHE: dict[tuple, tuple] = {}
+_path = os.environ.get("SPECSAMPLE_TRITON_LAUNCH", "direct")
+if _path not in ("direct", "jit"):
+    raise ValueError(f"SPECSAMPLE_TRITON_LAUNCH must be 'direct' or 'jit', got {_path!r}")
+
+
+def launch_path() -> str:
+    """'direct' (repeat calls use the cached compiled launcher) or 'jit' (always kernel[grid])."""
+    return _path
+
+
+@contextlib.contextmanager
+def use_launch_path(path: str):
+    """Temporarily set the launch path (benchmarks time both in one process)."""
+    global _path
+    if path not in ("direct", "jit"):
+        raise ValueError(f"launch path must be 'direct' or 'jit', got {path!r}")
+    old, _path = _path, path
+    try:
+        yield
+    finally:
+        _path = old
+
+
+def clear_launch_cache() -> None:
+    """Forget every cached compiled kernel (the next call of each shape takes Triton's path)."""
+    _CACHE.clear()
+
+
+def launch_cache_size() -> int:
+    return len(_CACHE)
+
+
+def _hooks_installed() -> bool:
+    if _knobs is None:
+        return False
+    hook = _knobs.runtime.launch_enter_hook
+    # Triton 3.6 holds a HookChain (a list of calls), older versions None or a callable
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+def _trailing_params(kernel, num_positional: int, meta: dict) -> tuple:
+    """The kernel's parameters after the positional ones, in signature order: taken from `meta`
+    (constexprs) or their defaults. Triton's launcher takes every parameter positionally and skips
+    the constexpr ones itself."""
+    params = list(inspect.signature(kernel.fn).parameters.values())[num_positional:]
+    return tuple(meta[p.name] if p.name in meta else p.default for p in params)
+
+
+def _launchable(compiled) -> bool:
+    return all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata"))
+
+
+def launch(kernel, grid: tuple, *args, **meta) -> None:
+    """`kernel[grid](*args, **meta)`, through the cached compiled launcher when this call's key has
+    been launched before on this device."""
+    if _path == "jit" or interpreting() or _hooks_installed():
+        kernel[grid](*args, **meta)
+        return
+    device = torch.cuda.current_device()
+    # per argument: ints (most of them) as they are, tensors by dtype and 16-byte alignment, anything
+    # else (None, floats, bools) by value; written inline: this runs on every call
+    key = (
+        kernel,
+        device,
+        tuple([a if a.__class__ is int else (a.dtype, a.data_ptr() & 15 == 0) if isinstance(a, _Tensor) else a
+               for a in args]),
+        tuple(meta.items()),
+    )  # fmt: skip
+    hit = _CACHE.get(key)
+    if hit is None:
+        compiled = kernel[grid](*args, **meta)
+        if _launchable(compiled):
+            if len(_CACHE) >= _MAX_ENTRIES:
+                _CACHE.clear()
+            _CACHE[key] = (compiled, _trailing_params(kernel, len(args), meta))
+        return
+    compiled, trailing = hit
+    if not _RUN_SIGNATURE_KNOWN:
+        compiled[grid](*args, *trailing)
+        return
+    g1 = grid[1] if len(grid) > 1 else 1
+    g2 = grid[2] if len(grid) > 2 else 1
+    stream = torch._C._cuda_getCurrentRawStream(device)
+    # launch metadata and the enter/exit hooks are None: no hook is installed (checked above)
+    compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
+                 *args, *trailing)  # fmt: skip

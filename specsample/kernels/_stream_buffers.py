@@ -1,0 +1,52 @@
+"""Persistent device buffers per (device, stream, name): kernel scratch and arrival counters without
+an allocation per call.
+
+Every launcher needs scratch that lives only while its kernels run (per-chunk partial sums, race
+candidates, row statistics). A `torch.empty` per scratch tensor costs host time on every eager call
+(a few µs each on the H200 host: logits had seven), so each kind of scratch is one buffer per
+stream, grown geometrically and reused. Launches on one stream run in order, so two launches never
+use one buffer at once; launches on different streams get different buffers.
+
+A replaced (outgrown) buffer is never freed: a CUDA graph captured earlier holds its address, and
+freeing it would let the allocator hand that memory to another tensor, which every replay of the
+graph would then overwrite. Geometric growth bounds what is kept at twice the largest buffer.
+
+Caveat (docs/api.md): a graph keeps the buffers of the stream it was captured on; replaying two
+graphs captured on one stream concurrently on two other streams would share them, which no capture
+API of torch does by itself.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_LIVE: dict[tuple, torch.Tensor] = {}
+_RETIRED: list[torch.Tensor] = []  # outgrown buffers, kept alive for graphs that captured them
+
+
+def stream_buffer(device: torch.device, name: str, numel: int, dtype: torch.dtype, zeroed: bool = False):
+    """A buffer of at least `numel` elements of `dtype` for launches on the current stream of
+    `device`, the same tensor on every call with that (device, stream, name) while it is large
+    enough. `zeroed`: filled with zeros when (re)allocated; kernels that use it must then leave it
+    zero (arrival counters), since nothing re-zeroes it between calls."""
+    if device.type == "cuda":
+        index = torch.cuda.current_device() if device.index is None else device.index
+        key = ("cuda", index, torch._C._cuda_getCurrentRawStream(index), name)
+    else:
+        key = (device.type, device.index, None, name)
+    buf = _LIVE.get(key)
+    if buf is None or buf.numel() < numel:
+        size = max(numel, 2 * (0 if buf is None else buf.numel()), 256)
+        new = (torch.zeros if zeroed else torch.empty)(size, dtype=dtype, device=device)
+        if buf is not None:
+            _RETIRED.append(buf)
+        buf = _LIVE[key] = new
+    return buf
+
+
+def discard_stream_buffers(name: str | None = None) -> None:
+    """Forget the live buffers (all, or those called `name`), so the next launch allocates fresh
+    ones. For harnesses that run deliberately broken kernels: a mutant that leaves arrival counters
+    non-zero would otherwise leak its bug into every later launch in the process."""
+    for key in [k for k in _LIVE if name is None or k[3] == name]:
+        _RETIRED.append(_LIVE.pop(key))

@@ -1,0 +1,184 @@
+"""The compiled-launch cache (kernels/_compiled_launch.py): which calls reuse a compiled kernel.
+
+On CPU the interpreter always takes Triton's path, so these tests drive `launch` with a stand-in
+kernel (recording every call) and the interpreter check switched off: a repeat key must go to the
+cached compiled launcher with every parameter in signature order; anything Triton specialises on
+(dtype, 16-byte alignment, scalar values, constexprs, options, device) must miss. The GPU test at
+the end checks the real thing: the direct path's outputs equal Triton's path bit for bit.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specsample.kernels import _compiled_launch as cl
+
+
+def _kern(a_ptr, b_ptr, n, stride, SCALE, FLAG=False):  # the stand-in kernel's signature
+    pass
+
+
+class _Compiled:
+    def __init__(self, log):
+        self.log, self.function, self.packed_metadata = log, "fn-handle", "meta"
+
+    def run(self, *call):
+        self.log.append(("direct", call))
+
+    def __getitem__(self, grid):
+        return lambda *args: self.log.append(("runner", grid, args))
+
+
+class _Kernel:
+    def __init__(self):
+        self.fn, self.log = _kern, []
+
+    def __getitem__(self, grid):
+        def jit_run(*args, **meta):
+            self.log.append(("jit", grid, args, meta))
+            return _Compiled(self.log)
+
+        return jit_run
+
+
+@pytest.fixture
+def gpu_like(monkeypatch):
+    """launch() as on a GPU with Triton 3.6: interpreter off, device 0, stream 7."""
+    monkeypatch.setattr(cl, "interpreting", lambda: False)
+    monkeypatch.setattr(cl, "_hooks_installed", lambda: False)
+    monkeypatch.setattr(cl, "_RUN_SIGNATURE_KNOWN", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda d: 7, raising=False)
+    cl.clear_launch_cache()
+    yield
+    cl.clear_launch_cache()
+
+
+def _kinds(k):
+    return [e[0] for e in k.log]
+
+
+def test_repeat_call_uses_the_compiled_launcher_with_every_parameter(gpu_like):
+    k, a, b = _Kernel(), torch.zeros(8), torch.zeros(8)
+    cl.launch(k, (3, 2), a, b, 8, 1, SCALE=4, num_warps=4)
+    cl.launch(k, (5, 2), a, b, 8, 1, SCALE=4, num_warps=4)
+    assert _kinds(k) == ["jit", "direct"]
+    call = k.log[1][1]
+    # grid (5, 2, 1), stream, function, packed metadata, no launch metadata or hooks, then the
+    # parameters in signature order: positional, constexpr SCALE, FLAG's default
+    assert call[:9] == (5, 2, 1, 7, "fn-handle", "meta", None, None, None)
+    assert call[9:11] == (a, b) and call[11:] == (8, 1, 4, False)
+    assert cl.launch_cache_size() == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["dtype", "misaligned", "scalar", "constexpr", "option", "device"],
+)
+def test_anything_triton_specialises_on_misses(gpu_like, monkeypatch, change):
+    k, base = _Kernel(), torch.zeros(16)
+    a, n, meta = base[:8], 8, dict(SCALE=4, num_warps=4)
+    cl.launch(k, (1,), a, a, n, 1, **meta)
+    if change == "dtype":
+        a = a.double()
+    elif change == "misaligned":
+        a = base[1:9]  # 4-byte offset: data_ptr % 16 != 0
+    elif change == "scalar":
+        n = 16
+    elif change == "constexpr":
+        meta["SCALE"] = 8
+    elif change == "option":
+        meta["num_warps"] = 8
+    elif change == "device":
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    cl.launch(k, (1,), a, a, n, 1, **meta)
+    assert _kinds(k) == ["jit", "jit"]
+    assert cl.launch_cache_size() == 2
+
+
+def test_aligned_views_share_a_compiled_kernel(gpu_like):
+    k, base = _Kernel(), torch.zeros(64)
+    cl.launch(k, (1,), base[:8], base[:8], 8, 1, SCALE=4)
+    cl.launch(k, (1,), base[4:12], base[16:24], 8, 1, SCALE=4)  # 16 and 64 bytes in: still aligned
+    assert _kinds(k) == ["jit", "direct"]
+
+
+def test_jit_path_hooks_and_interpreter_always_go_through_triton(gpu_like, monkeypatch):
+    k, a = _Kernel(), torch.zeros(8)
+    with cl.use_launch_path("jit"):
+        for _ in range(2):
+            cl.launch(k, (1,), a, a, 8, 1, SCALE=4)
+    monkeypatch.setattr(cl, "_hooks_installed", lambda: True)
+    cl.launch(k, (1,), a, a, 8, 1, SCALE=4)
+    cl.launch(k, (1,), a, a, 8, 1, SCALE=4)
+    monkeypatch.setattr(cl, "_hooks_installed", lambda: False)
+    monkeypatch.setattr(cl, "interpreting", lambda: True)
+    cl.launch(k, (1,), a, a, 8, 1, SCALE=4)
+    assert _kinds(k) == ["jit"] * 5
+    assert cl.launch_cache_size() == 0
+
+
+def test_unknown_triton_version_uses_the_public_runner(gpu_like, monkeypatch):
+    monkeypatch.setattr(cl, "_RUN_SIGNATURE_KNOWN", False)
+    k, a = _Kernel(), torch.zeros(8)
+    cl.launch(k, (2,), a, a, 8, 1, SCALE=4)
+    cl.launch(k, (2,), a, a, 8, 1, SCALE=4)
+    assert _kinds(k) == ["jit", "runner"]
+    assert k.log[1][1] == (2,) and k.log[1][2][2:] == (8, 1, 4, False)
+
+
+def test_cache_is_bounded(gpu_like, monkeypatch):
+    monkeypatch.setattr(cl, "_MAX_ENTRIES", 3)
+    k, a = _Kernel(), torch.zeros(8)
+    for n in range(5):
+        cl.launch(k, (1,), a, a, n, 1, SCALE=4)
+    assert cl.launch_cache_size() <= 3
+
+
+def test_bad_launch_path_is_refused():
+    with pytest.raises(ValueError, match="direct' or 'jit"):
+        with cl.use_launch_path("fast"):
+            pass
+
+
+def _every_family(p, x, q, seeds, offsets, temp):
+    import specsample as ss
+
+    return (
+        ss.chain_rejection_sample(p, x, q, seeds=seeds, offsets=offsets),
+        ss.fast_sample(p[:, 0], 2, seeds=seeds, offsets=offsets),
+        ss.rejection_sample_logits(
+            torch.log(p), x, torch.log(q), temperature=temp, seeds=seeds, offsets=offsets
+        ),
+    )
+
+
+@pytest.mark.gpu
+def test_direct_path_equals_triton_path_on_the_gpu():
+    """Every kernel family, aligned and misaligned inputs: the cached launcher's outputs equal
+    Triton's own path bit for bit (same seeds), and repeat calls do hit the cache."""
+    g = torch.Generator(device="cuda").manual_seed(5)
+    batch, k, vocab = 6, 3, 1000
+    base = torch.rand(batch * (k + 1) * vocab + 1, device="cuda", generator=g)
+    for offset in (0, 1):  # 1: a 4-byte offset, so the pointers are not 16-byte aligned
+        p = base[offset : offset + batch * (k + 1) * vocab].view(batch, k + 1, vocab)
+        p = p / p.sum(-1, keepdim=True)
+        args = (
+            p,
+            torch.randint(0, vocab, (batch, k), device="cuda", generator=g),
+            torch.softmax(torch.randn(batch, k, vocab, device="cuda", generator=g), -1),
+            torch.arange(batch, device="cuda", dtype=torch.int64),
+            torch.full((batch,), 3, device="cuda", dtype=torch.int64),
+            torch.full((batch,), 0.8, device="cuda"),
+        )
+        with cl.use_launch_path("jit"):
+            want = _every_family(*args)
+        cl.clear_launch_cache()
+        _every_family(*args)  # fills the cache
+        filled = cl.launch_cache_size()
+        got = _every_family(*args)  # every launch from the cache
+        assert cl.launch_cache_size() == filled > 0
+        for w, h in zip(want, got, strict=True):
+            for a, b in zip(w, h, strict=True):
+                assert torch.equal(a, b)
