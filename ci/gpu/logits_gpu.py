@@ -33,7 +33,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from gpu_common import copy_bandwidth, graph_time  # noqa: E402
 
 from specsample.kernels import logits as L  # noqa: E402
-from specsample.kernels._launch import int32_offsets_fit  # noqa: E402
 from specsample.reference.logits import rejection_sample_logits_reference  # noqa: E402
 from specsample.stats import clopper_pearson  # noqa: E402
 
@@ -161,8 +160,7 @@ def stats_only(case, cfg):
             lg, dl if has else lg, case["temperature"], lg, ws[0], ws[1], arg, ws[2], ws[3],
             batch, vocab, nc1, *lg.stride(), *sd, 1, 0, K=k_plus_1 - 1, HAS_DRAFT_LOGITS=has, RAGGED=False,
             BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
-            LANE_I32=cfg["lane_i32"] and int32_offsets_fit(vocab + cfg["stats_block"] * cfg["stats_tiles"],
-                                                          lg.stride(2), sd[2]),
+            LANE_I32=L.stats_lane_i32(cfg, vocab, lg.stride(2), sd[2]),
             num_warps=cfg["stats_warps"],
         )  # fmt: skip
 

@@ -318,7 +318,8 @@ def _race_merge_kernel(
     # Phase 2 of the two-launch race (fused_merge=False): _merge_rows over a block of rows.
     rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_index_ptr, score_ptr,
-                rows, rows < B, stride_b, stride_v, num_parts, BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE)  # fmt: skip
+                rows, rows < B, stride_b, stride_v, num_parts,
+                BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE)  # fmt: skip
 
 
 class RaceTiling(NamedTuple):

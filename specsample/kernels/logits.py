@@ -604,6 +604,13 @@ def rejection_sample_logits(
                    launch_config(batch, k_plus_1, vocab, _config))  # fmt: skip
 
 
+def stats_lane_i32(cfg: dict, vocab: int, target_stride_v: int, draft_stride_v: int) -> bool:
+    """The stats pass's LANE_I32 flag: 32-bit column offsets when the config asks for them and every
+    column offset of the last (padded) chunk fits in int32."""
+    padded = vocab + cfg["stats_block"] * cfg["stats_tiles"]
+    return cfg["lane_i32"] and int32_offsets_fit(padded, target_stride_v, draft_stride_v)
+
+
 def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
     """Both phases on validated tensors."""
     batch, k_plus_1, vocab = lg.shape
@@ -643,7 +650,7 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
         batch, vocab, nc1, *st, *sd, temperature.stride(0), sn,
         K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
         BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
-        LANE_I32=cfg["lane_i32"] and int32_offsets_fit(vocab + cfg["stats_block"] * cfg["stats_tiles"], st[2], sd[2]),
+        LANE_I32=stats_lane_i32(cfg, vocab, st[2], sd[2]),
         num_warps=cfg["stats_warps"],
     )  # fmt: skip
     launch(_logits_race_kernel, (race_blocks, nc2),

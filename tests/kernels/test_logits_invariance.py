@@ -60,10 +60,11 @@ def test_bit_deterministic_across_runs_and_keyed_by_offset():
 @pytest.mark.parametrize("classic", [False, True], ids=["one-hot", "classic"])
 def test_int32_lanes_give_the_same_outputs(classic):
     """The stats pass's 32-bit column offsets (lane_i32, on by default on the GPU since H200 run 21)
-    change only address arithmetic: on n = 300 requests with every edge case, V = 29 over chunks of 2 tiles x 8 columns (several
-    chunks and a ragged last one), outputs are bit-identical to the 64-bit path. With a vocabulary
-    stride too large for int32 offsets the launcher keeps the 64-bit path (int32_offsets_fit);
-    an unknown config key is an error, not silently ignored."""
+    change only address arithmetic: on n = 300 requests with every edge case, V = 29 over chunks of
+    2 tiles x 8 columns (several chunks and a ragged last one), outputs are bit-identical to the
+    64-bit path. With a vocabulary stride too large for int32 offsets the launcher keeps the 64-bit
+    path (stats_lane_i32, int32_offsets_fit); an unknown config key is an error, not silently
+    ignored."""
     from specsample.kernels import logits as kl
     from specsample.kernels._launch import int32_offsets_fit
 
@@ -73,6 +74,9 @@ def test_int32_lanes_give_the_same_outputs(classic):
     _assert_same(_outputs_with(case, dict(chunks, lane_i32=True)), wide, "lane_i32")
     assert int32_offsets_fit(29 + 16, 1, 1)
     assert not int32_offsets_fit(29 + 16, 2**26, 1) and not int32_offsets_fit(2**31 + 6, 1)
+    cfg = dict(chunks, lane_i32=True)
+    assert kl.stats_lane_i32(cfg, 29, 1, 1) and not kl.stats_lane_i32(dict(cfg, lane_i32=False), 29, 1, 1)
+    assert not kl.stats_lane_i32(cfg, 29, 2**26, 1) and not kl.stats_lane_i32(cfg, 29, 1, 2**26)
     with pytest.raises(ValueError, match="lane_stats"):
         kl.launch_config(300, 4, 29, {"lane_stats": True})
 
