@@ -1,7 +1,7 @@
 """Triton's launch path against the cached compiled launcher (kernels/_compiled_launch.py), same
 process, interleaved, at every target shape, on the H200:
 
-    python3 benchmarks/host/launch_paths.py --out DIR [--rounds 3]
+    python3 benchmarks/host/launch_paths.py --out DIR [--rounds 3] [--only chain,fast_sample]
 
 Per case and path: host µs per call (median of perf_counter around each eager call, launches
 queued without a sync: what the caller's thread spends) and the `triton.testing.do_bench` median
@@ -44,9 +44,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", default="", help="comma-separated kernel names (default: every target)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cases = [c for c in target_cases() if c.dtype == "float32" or c.kernel in ("chain", "fast_sample")]
+    if args.only:
+        cases = [c for c in cases if c.kernel in args.only.split(",")]
     rows = []
     for case in cases:
         x = make_inputs(case, "cuda")

@@ -825,13 +825,19 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
     batch, vocab = logits.shape
     device = logits.device
     num_chunks = cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
-    part = torch.empty((4, batch, num_chunks), dtype=torch.float32, device=device)
-    part_index = torch.empty((batch, num_chunks), dtype=torch.int32, device=device)
+    # scratch (kernels/_stream_buffers.py): per chunk [B, num_chunks] the winner's score and index
+    # and the chunk's max and sum; per row [B] the max and sum (read by _write_softmax in this call)
+    parts = batch * num_chunks
+    part_score = stream_buffer(device, "logits_race_score", parts, torch.float32)
+    part_index = stream_buffer(device, "logits_race_index", parts, torch.int32)
+    part_max = stream_buffer(device, "logits_race_max", parts, torch.float32)
+    part_sum = stream_buffer(device, "logits_race_sum", parts, torch.float32)
+    row_max = stream_buffer(device, "logits_race_row_max", batch, torch.float32)
+    row_sum = stream_buffer(device, "logits_race_row_sum", batch, torch.float32)
     token = torch.empty(batch, dtype=torch.int64, device=device)
-    row_stats = torch.empty((2, batch), dtype=torch.float32, device=device)
     temp_tensor, temp_stride, temp_value = temp
     per_row = temp_tensor is not None
-    temp_ptr = temp_tensor if per_row else row_stats
+    temp_ptr = temp_tensor if per_row else row_max  # not read without PER_ROW_TEMPERATURE
     seeds = seeds if noise else part_index
     offsets = offsets if noise else part_index
     row_blocks = cdiv(batch, tiling.block_rows)
@@ -842,10 +848,10 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
         temp_ptr,
         seeds,
         offsets,
-        part[0],
+        part_score,
         part_index,
-        part[1],
-        part[2],
+        part_max,
+        part_sum,
         temp_stride,
         temp_value,
         batch,
@@ -869,13 +875,13 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
     launch(
         _logits_merge_kernel,
         (cdiv(batch, merge_rows),),
-        part[0],
+        part_score,
         part_index,
-        part[1],
-        part[2],
+        part_max,
+        part_sum,
         token,
-        row_stats[0],
-        row_stats[1],
+        row_max,
+        row_sum,
         temp_ptr,
         temp_stride,
         temp_value,
@@ -886,7 +892,7 @@ def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise
         PER_ROW_TEMPERATURE=per_row,
         num_warps=4,
     )
-    return token, row_stats[0], row_stats[1], num_chunks
+    return token, row_max, row_sum, num_chunks
 
 
 def _write_softmax(logits, temp, token, row_max, row_sum, out, num_chunks, tiling):

@@ -151,13 +151,23 @@ def _every_family(p, x, q, seeds, offsets, temp):
         ss.rejection_sample_logits(
             torch.log(p), x, torch.log(q), temperature=temp, seeds=seeds, offsets=offsets
         ),
+        _sample_from_logits_with_probs(torch.log(p[:, 0]), temp, seeds, offsets),
     )
+
+
+def _sample_from_logits_with_probs(logits, temp, seeds, offsets):
+    import specsample as ss
+
+    probs = torch.empty_like(logits)
+    token = ss.sample_from_logits(logits, temp, seeds=seeds, offsets=offsets, probs_out=probs)
+    return token, probs
 
 
 @pytest.mark.gpu
 def test_direct_path_equals_triton_path_on_the_gpu():
-    """Every kernel family, aligned and misaligned inputs: the cached launcher's outputs equal
-    Triton's own path bit for bit (same seeds), and repeat calls do hit the cache."""
+    """Every kernel family (sample_from_logits with its softmax write too), aligned and misaligned
+    inputs: the cached launcher's outputs equal Triton's own path bit for bit (same seeds), and
+    repeat calls do hit the cache."""
     g = torch.Generator(device="cuda").manual_seed(5)
     batch, k, vocab = 6, 3, 1000
     base = torch.rand(batch * (k + 1) * vocab + 1, device="cuda", generator=g)
