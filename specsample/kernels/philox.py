@@ -4,9 +4,15 @@ key = (seed_lo, seed_hi); counter = (index, (stream << 24) | position, offset_lo
 The reference module's docstring defines the stream ids and the word -> float conversions.
 """
 
+import os
+
 import triton
 import triton.language as tl
 
+# PTX only where it is compiled: TRITON_INTERPRET is read once, as the interpreter itself does
+_INTERPRETED: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
+_MUL_A_PTX: tl.constexpr = tl.constexpr("{ .reg .b64 t; mul.wide.u32 t, $2, 0xD2511F53; mov.b64 {$1, $0}, t; }")
+_MUL_B_PTX: tl.constexpr = tl.constexpr("{ .reg .b64 t; mul.wide.u32 t, $2, 0xCD9E8D57; mov.b64 {$1, $0}, t; }")
 STREAM_CHAIN_UNIFORM: tl.constexpr = tl.constexpr(1)
 STREAM_GUMBEL: tl.constexpr = tl.constexpr(2)
 STREAM_LOGITS_UNIFORM: tl.constexpr = tl.constexpr(3)
@@ -31,7 +37,44 @@ def philox_words(seed, offset, index, stream: tl.constexpr, position):
     c3 = ((offset >> 32) & 0xFFFFFFFF).to(tl.uint32) + zero.to(tl.uint32)
     k0 = (seed & 0xFFFFFFFF).to(tl.uint32) + zero.to(tl.uint32)
     k1 = ((seed >> 32) & 0xFFFFFFFF).to(tl.uint32) + zero.to(tl.uint32)
-    return tl.philox_impl(c0, c1, c2, c3, k0, k1)
+    return philox_rounds(c0, c1, c2, c3, k0, k1)
+
+
+@triton.jit
+def _mul_wide(a, M: tl.constexpr, M_PTX: tl.constexpr):
+    """(hi, lo) 32-bit halves of the 64-bit product a * M. Compiled: one widening multiply
+    (IMAD.WIDE.U32) in inline PTX, where umulhi + mul compile to two instructions (IMAD.HI.U32 and
+    IMAD) and a 64-bit multiply in Triton gets its halves recombined by LLVM. The interpreter, which
+    runs no PTX, takes the same product in uint64."""
+    if _INTERPRETED:
+        wide = a.to(tl.uint64) * M
+        return (wide >> 32).to(tl.uint32), wide.to(tl.uint32)
+    else:
+        return tl.inline_asm_elementwise(
+            M_PTX,
+            "=r,=r,r",
+            [a],
+            dtype=(tl.uint32, tl.uint32),
+            is_pure=True,
+            pack=1,
+        )
+
+
+@triton.jit
+def philox_rounds(c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 of counter (c0, c1, c2, c3) under key (k0, k1), uint32 blocks; the same
+    function as `tl.philox_impl` (Salmon et al. 2011), with each round's two products taken from
+    widening multiplies (offline SASS of the race loop: 161 -> 141 instructions per 4 tokens)."""
+    for _ in tl.static_range(10):
+        hi_b, lo_b = _mul_wide(c2, 0xCD9E8D57, _MUL_B_PTX)
+        hi_a, lo_a = _mul_wide(c0, 0xD2511F53, _MUL_A_PTX)
+        c0 = hi_b ^ c1 ^ k0
+        c2 = hi_a ^ c3 ^ k1
+        c1 = lo_b
+        c3 = lo_a
+        k0 = k0 + 0x9E3779B9
+        k1 = k1 + 0xBB67AE85
+    return c0, c1, c2, c3
 
 
 @triton.jit
