@@ -84,7 +84,7 @@ def _exponential_noise(word, FAST_LOG2: tl.constexpr, SCALE: tl.constexpr = 1.0)
 
 
 @triton.jit
-def _race_tile(
+def _race_tile_words(
     row_base,
     stride_v,
     V,
@@ -94,11 +94,9 @@ def _race_tile(
     tile_start,
     GROUPS: tl.constexpr,
     UNIT_STRIDE_V: tl.constexpr,
-    FAST_LOG2: tl.constexpr,
-    NOISE_SCALE: tl.constexpr,
 ):
-    """Probabilities and noise of tokens tile_start + [0, 4 GROUPS) as four [R, GROUPS] pairs
-    (p_j, NOISE_SCALE * E_j), j = token % 4: one vectorised [R, GROUPS, 4] load, one Philox call per group.
+    """Probabilities and noise words of tokens tile_start + [0, 4 GROUPS) as four [R, GROUPS] pairs
+    (p_j, word_j), j = token % 4: one vectorised [R, GROUPS, 4] load, one Philox call per group.
     p is the input converted to float32 (lanes >= V: 0), not yet cleaned of NaN / inf."""
     group = tile_start // 4 + tl.arange(0, GROUPS)  # int32: token ids < V < 2^31
     cols = group[None, :, None] * 4 + tl.arange(0, 4)[None, None, :]  # [1, G, 4]
@@ -113,6 +111,27 @@ def _race_tile(
     p0, p2 = tl.split(p_even)
     p1, p3 = tl.split(p_odd)
     w0, w1, w2, w3 = philox_words(seed, offset, group[None, :] + seed * 0, STREAM_GUMBEL, seed * 0)
+    return p0, p1, p2, p3, w0, w1, w2, w3
+
+
+@triton.jit
+def _race_tile(
+    row_base,
+    stride_v,
+    V,
+    row_ok,
+    seed,
+    offset,
+    tile_start,
+    GROUPS: tl.constexpr,
+    UNIT_STRIDE_V: tl.constexpr,
+    FAST_LOG2: tl.constexpr,
+    NOISE_SCALE: tl.constexpr,
+):
+    """`_race_tile_words` with the words turned into NOISE_SCALE * E_j: four pairs (p_j, scaled E_j)."""
+    p0, p1, p2, p3, w0, w1, w2, w3 = _race_tile_words(
+        row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V
+    )
     e0 = _exponential_noise(w0, FAST_LOG2, NOISE_SCALE)
     e1 = _exponential_noise(w1, FAST_LOG2, NOISE_SCALE)
     e2 = _exponential_noise(w2, FAST_LOG2, NOISE_SCALE)
@@ -130,18 +149,37 @@ def _race_step(best_p, best_e, best_index, p, e, index):
 
 
 @triton.jit
-def _race_tile_best(best_p, best_e, best_index, row_base, stride_v, V, row_ok, seed, offset, tile_start,
-                    token, GROUPS: tl.constexpr, UNIT_STRIDE_V: tl.constexpr,
-                    FAST_LOG2: tl.constexpr):  # fmt: skip
-    """The running per-lane best (p, 2^-6 E, id) after the tile of tokens tile_start + [0, 4 GROUPS)."""
-    p0, p1, p2, p3, e0, e1, e2, e3 = _race_tile(
-        row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V, FAST_LOG2, 0.015625
-    )
-    index = tile_start + token
+def _race_steps(best_p, best_e, best_index, p0, p1, p2, p3, w0, w1, w2, w3, index, FAST_LOG2: tl.constexpr):
+    """The running per-lane best (p, 2^-6 E, id) after tokens index + [0, 4) of each lane."""
+    e0 = _exponential_noise(w0, FAST_LOG2, 0.015625)
+    e1 = _exponential_noise(w1, FAST_LOG2, 0.015625)
+    e2 = _exponential_noise(w2, FAST_LOG2, 0.015625)
+    e3 = _exponential_noise(w3, FAST_LOG2, 0.015625)
     best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p0, e0, index)
     best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p1, e1, index + 1)
     best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p2, e2, index + 2)
     return _race_step(best_p, best_e, best_index, p3, e3, index + 3)
+
+
+@triton.jit
+def _may_win(p, word, bound):
+    """Whether a token can beat a best ratio of bound / 2^-6 (bound from _screen_bound): E >= t
+    (-ln(1 - t) >= t, t = (word + 1/2) 2^-32, computed as in _exponential_noise, whose E is t times
+    a factor >= 1), so p / E > bound / 2^-6 needs p > bound * t. NaN, p <= 0 and lanes past V
+    (p = 0) never may."""
+    return p > bound * (word.to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10)
+
+
+@triton.jit
+def _screen_bound(best_p, best_e):
+    """[R, 1] lower bound, times 2^-6 (1 - 2^-10), of each row's best p / (2^-6 E) so far. The
+    2^-10 margin dwarfs every rounding on the way (approximate division, the float32 products, the
+    approximate logarithm in E: all below 2^-20 relative), so a token screened out by it is at
+    least 2^-11 below the best in ratio and can neither win nor tie. Kept finite: a best ratio past
+    FLT_MAX bounds at FLT_MAX, which only screens out fewer tokens."""
+    ratio = tl.fdiv(best_p, best_e, ieee_rounding=False)  # best_e >= 2^-6 * 2^-33: normal
+    bound = tl.max(ratio, axis=1, keep_dims=True) * (0.015625 * (1.0 - 2.0**-10))
+    return tl.minimum(bound, 3.4028234663852886e38)
 
 
 @triton.jit
@@ -212,11 +250,14 @@ def _race_chunk_kernel(
     FUSED_MERGE: tl.constexpr,
     BLOCK_PARTS: tl.constexpr,
     WRITE_SCORE: tl.constexpr,
+    SCREEN: tl.constexpr,
 ):
     # score_v = p_v / E_v over tokens with 0 < p_v < inf (others never win). n = 1: per lane, a
     # running best (p, c E, id) over the chunk's tiles compared by cross-multiplication, with the
     # noise pre-scaled by c = 2^-6 so p c E < FLT_MAX for every float32 p (E < 23); at the end one
-    # log2(p / E) per lane (no overflow) and one reduction. n > 1 (one tile per chunk): log2(p / E)
+    # log2(p / E) per lane (no overflow) and one reduction. SCREEN: E_v >= t_v (its uniform), so a
+    # tile where every p_v <= (row's best ratio so far) c t_v, with a 2^-10 margin, cannot change
+    # the chunk's winner; such a tile costs its load and Philox words only, not the exponentials. n > 1 (one tile per chunk): log2(p / E)
     # per token and the tile's top-n by n max-extractions. Ties go to the smallest id.
     # FUSED_MERGE: the last program of a row block to arrive (acquire-release counter) merges the
     # chunks' candidates (_merge_rows) and resets the counter: one launch instead of two.
@@ -235,12 +276,25 @@ def _race_chunk_kernel(
         best_p = tl.zeros((BLOCK_ROWS, GROUPS), tl.float32)
         best_e = tl.full((BLOCK_ROWS, GROUPS), 1.0, tl.float32)
         best_index = tl.zeros((BLOCK_ROWS, GROUPS), tl.int32)
+        bound = tl.zeros((BLOCK_ROWS, 1), tl.float32)  # SCREEN: see _screen_bound
         first_tile = chunk.to(tl.int32) * tiles_per_chunk
         for t in range(0, tiles_per_chunk):
-            best_p, best_e, best_index = _race_tile_best(
-                best_p, best_e, best_index, row_base, stride_v, V, row_ok, seed, offset,
-                (first_tile + t) * BLOCK_V, token, GROUPS, UNIT_STRIDE_V, FAST_LOG2,
-            )  # fmt: skip
+            tile_start = (first_tile + t) * BLOCK_V
+            p0, p1, p2, p3, w0, w1, w2, w3 = _race_tile_words(
+                row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V
+            )
+            if SCREEN:
+                hot = _may_win(p0, w0, bound) | _may_win(p1, w1, bound)
+                hot = hot | _may_win(p2, w2, bound) | _may_win(p3, w3, bound)
+                if tl.max(hot.to(tl.int32)) > 0:
+                    best_p, best_e, best_index = _race_steps(
+                        best_p, best_e, best_index, p0, p1, p2, p3, w0, w1, w2, w3, tile_start + token, FAST_LOG2
+                    )
+                    bound = _screen_bound(best_p, best_e)
+            else:
+                best_p, best_e, best_index = _race_steps(
+                    best_p, best_e, best_index, p0, p1, p2, p3, w0, w1, w2, w3, tile_start + token, FAST_LOG2
+                )
         found = best_p > 0.0
         score = tl.log2(tl.where(found, best_p, 1.0)) - tl.log2(best_e) - 6.0  # best_e = 2^-6 E
         score = tl.where(found, score, float("-inf"))
@@ -323,25 +377,52 @@ def _race_merge_kernel(
 
 
 class RaceTiling(NamedTuple):
-    """How a launch splits the work: rows per program, tile width, tiles per vocabulary chunk."""
+    """How a launch splits the work: rows per program, tile width, tiles per vocabulary chunk, and
+    whether fast_sample's one-sample race screens tiles (SCREEN in _race_chunk_kernel: a tile that
+    cannot beat the chunk's best so far skips its exponentials; the winner is unchanged)."""
 
     block_rows: int
     block_v: int
     tiles_per_chunk: int
     num_warps: int
+    screen: bool = False
+
+
+_SMS = 132  # H200 streaming multiprocessors (the tilings below were measured there)
+# a one-warp tiling needs at least this many tiles per row to keep 32 programs on every SM busy
+# for >= 4 tiles each (below it, the wide tiling's larger split wins: run 28, B = 1)
+_NARROW_MIN_TILES = 4 * 32 * _SMS
 
 
 @functools.lru_cache(maxsize=512)  # a pure function of its arguments, on every eager call's path
 def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
-    """Default tiling. GPU: one row per program; tiles of 1024 tokens over 8 warps (one Philox block
-    of four tokens per thread per tile), chunks of several tiles sized so the grid has ~10 programs
-    per SM (132 SMs on an H200). H200 runs 15 and 17 (`ci/gpu/gumbel_gpu.py` sweep, CUDA-graph device
-    time, same run): these tilings took 27.9 / 66.5 us (run 15) and 27.8 / 66.3 us (run 17) at
-    (64, 151936) / (256, 128256), against 30.0 / 72.8 us (run 15) for the previous 2048-token tiles
-    over 4 warps at ~8 programs per SM (1.08x / 1.09x); at B = 1, 8.7-8.8 against 9.0 us. An
-    explicitly pipelined loop (tl.range num_stages 2 or 3) gained nothing. Vocabularies below 1024
-    take one power-of-two tile over 4 warps. Interpreter: hundreds of rows per program and a single
-    chunk per row (its cost is per program and per op, not per element)."""
+    """fast_sample's default tiling. GPU, one sample, enough work (num_rows x V / 256 >= 4 x 32 x
+    132): one warp per program over 256-token tiles (two Philox blocks per thread), chunks sized for
+    32 programs per SM (one wave: an SM holds at most 32 blocks), screened. H200 run 28
+    (`GUMBEL_GPU_SWEEP=1 ci/gpu/gumbel_gpu.py`, CUDA-graph device time, same run): 23.9 / 59.0 µs at
+    (64, 151936) / (256, 128256), against 26.9 / 63.8 µs for the previous default (`wide_race_tiling`
+    unscreened; 1.13x / 1.08x). Screening pays only without cross-warp barriers: the 8-warp tiling
+    screened took 29.9 / 67.5 µs. Otherwise `wide_race_tiling`. Interpreter: hundreds of rows per
+    program and a single chunk per row (its cost is per program and per op, not per element)."""
+    if interpreting() or num_samples > 1 or num_rows * cdiv(vocab, 256) < _NARROW_MIN_TILES:
+        return wide_race_tiling(num_rows, vocab, num_samples)
+    tiles_total = cdiv(vocab, 256)
+    chunks = max(1, min(tiles_total, cdiv(32 * _SMS, num_rows)))
+    tiles = cdiv(tiles_total, chunks)
+    return RaceTiling(1, 256, tiles, 1, screen=tiles > 1)
+
+
+@functools.lru_cache(maxsize=512)
+def wide_race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
+    """The race's tiling for small batches, for top-n, and for sample_from_logits. GPU: one row per
+    program; tiles of 1024 tokens over 8 warps (one Philox block of four tokens per thread per
+    tile), chunks of several tiles sized so the grid has ~10 programs per SM. H200 runs 15 and 17
+    (`ci/gpu/gumbel_gpu.py` sweep, CUDA-graph device time, same run): 27.9 / 66.5 µs (run 15) and
+    27.8 / 66.3 µs (run 17) at (64, 151936) / (256, 128256), against 30.0 / 72.8 µs (run 15) for
+    2048-token tiles over 4 warps at ~8 programs per SM (1.08x / 1.09x); at B = 1, 8.7-8.8 against
+    9.0 µs. An explicitly pipelined loop (tl.range num_stages 2 or 3) gained nothing. Vocabularies
+    below 1024 take one power-of-two tile over 4 warps. Interpreter: hundreds of rows per program
+    and a single chunk per row."""
     if interpreting():
         block_v = min(next_pow2(max(vocab, 4)), 1024)
         # each program instance costs ~0.2 s of interpreter overhead (nested jit calls), each op
@@ -349,16 +430,15 @@ def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
         block_rows = min(next_pow2(max(num_rows, 1)), max(1, 2**19 // block_v), 2**15)
         tiles = 1 if num_samples > 1 else cdiv(vocab, block_v)
         return RaceTiling(block_rows, block_v, tiles, 4)
-    sms = 132
     if num_samples > 1:  # one tile per chunk, top-n per tile: not re-tuned in run 15
         block_v = 2048
-        while block_v > 512 and num_rows * cdiv(vocab, block_v) < 4 * sms:
+        while block_v > 512 and num_rows * cdiv(vocab, block_v) < 4 * _SMS:
             block_v //= 2
         return RaceTiling(1, min(block_v, max(512, next_pow2(vocab))), 1, 4)
     block_v = min(1024, max(512, next_pow2(vocab)))
     warps = 8 if block_v >= 1024 else 4  # >= 4 tokens (one Philox block) per thread
     tiles_total = cdiv(vocab, block_v)
-    chunks = max(1, min(tiles_total, cdiv(10 * sms, max(num_rows, 1))))
+    chunks = max(1, min(tiles_total, cdiv(10 * _SMS, max(num_rows, 1))))
     return RaceTiling(1, block_v, cdiv(tiles_total, chunks), warps)
 
 
@@ -508,6 +588,7 @@ def _fast_sample(
         FUSED_MERGE=fused_merge,
         BLOCK_PARTS=block_parts,
         WRITE_SCORE=with_score,
+        SCREEN=tiling.screen and num_samples == 1,
         num_warps=tiling.num_warps,
     )
     if fused_merge:
@@ -965,7 +1046,7 @@ def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=N
             raise ValueError(f"probs_out is on {probs_out.device} but the logits are on {logits.device}")
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
-    tiling = tiling or race_tiling(batch, vocab)
+    tiling = tiling or wide_race_tiling(batch, vocab)
     token, row_max, row_sum, num_chunks = _logits_race(
         logits, temp, seeds, offsets, seed_stride, offset_stride, True, tiling
     )
@@ -994,7 +1075,7 @@ def renorm_draft_probs(draft_logits, temperature):
     out = torch.empty((rows, vocab), dtype=torch.float32, device=draft_logits.device)
     if rows == 0:
         return out.reshape(*lead, vocab)
-    tiling = race_tiling(rows, vocab)
+    tiling = wide_race_tiling(rows, vocab)
     token, row_max, row_sum, num_chunks = _logits_race(logits, temp, None, None, 0, 0, False, tiling)
     _write_softmax(logits, temp, token, row_max, row_sum, out, num_chunks, tiling)
     return out.reshape(*lead, vocab)

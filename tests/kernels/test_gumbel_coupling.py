@@ -142,6 +142,28 @@ def test_merge_launch_choice():
         assert not kg.fuse_merge(1 << (triton.cdiv(151936, t.block_v) * 64 - 1).bit_length(), t.num_warps)
 
 
+def test_gpu_tiling_choice(monkeypatch):
+    """The GPU defaults (run 28): one-warp 256-token screened tiles at 32 programs per SM once a
+    batch has >= 4 x 32 x 132 tiles of work, each launch one wave with its merge fused; the wide
+    unscreened tiling for B = 1, for top-n and for sample_from_logits."""
+    monkeypatch.setattr(kg, "interpreting", lambda: False)
+    kg.race_tiling.cache_clear()
+    kg.wide_race_tiling.cache_clear()
+    try:
+        for batch, vocab in ((64, 151936), (256, 128256), (29, 151936), (4096, 32000)):
+            t = kg.race_tiling(batch, vocab)
+            chunks = triton.cdiv(triton.cdiv(vocab, 256), t.tiles_per_chunk)
+            assert (t.block_v, t.num_warps, t.screen) == (256, 1, True), (batch, vocab, t)
+            assert batch * chunks <= 32 * 132 + batch, (batch, vocab, t)  # one wave (rounding: < 1 row)
+            assert kg.fuse_merge(1 << (chunks - 1).bit_length(), t.num_warps), (batch, vocab, t)
+        for batch, vocab, n in ((1, 151936, 1), (16, 32000, 1), (64, 151936, 4)):
+            assert kg.race_tiling(batch, vocab, n) == kg.wide_race_tiling(batch, vocab, n)
+            assert not kg.race_tiling(batch, vocab, n).screen
+    finally:
+        kg.race_tiling.cache_clear()
+        kg.wide_race_tiling.cache_clear()
+
+
 @pytest.mark.parametrize("per_row_temperature", [False, True])
 def test_sample_from_logits_matches_reference(device, per_row_temperature):
     """n = 10000 rows, V = 83, logits N(0, 3^2) with NaN / +-inf entries, T in {0, 0.3, 1, 2.5} per
@@ -270,3 +292,84 @@ def test_exponential_noise_accuracy(device):
     tolerance = 1e-6 if interpreting() else 4e-6
     assert np.all(np.isfinite(got)) and np.all(got > 0)
     assert rel.max() < tolerance, f"max relative error {rel.max():.3g} at word {words[np.argmax(rel)]}"
+
+
+def _screening_rows(rng, batch, vocab):
+    """Rows on which the screen has work and pitfalls: equal heavy tokens spread over the tiles (the
+    winner is often within a few percent of an earlier best in ratio: a screen bound too high
+    skips it), a dominant token late (nothing skipped before it), flat rows, weights near FLT_MAX and
+    near the bottom of float32's normal range, NaN / inf / negative entries, and rows without mass."""
+    p = rng.gamma(0.3, size=(batch, vocab))
+    kind = np.arange(batch) * 8 // batch  # one kind per row block of batch / 8 rows
+    p[kind == 0, 5::9] = 1e3 * p[kind == 0].sum(1, keepdims=True)
+    p[kind == 7, ::4] = 1.0
+    p[kind == 1, -2] = 1e4 * p[kind == 1].sum(1)
+    p[kind == 2] = 1.0
+    p[kind == 3] *= 3e37
+    p[kind == 4] *= 1e-30
+    p[kind == 5, ::7] = np.nan
+    p[kind == 5, 1::11] = np.inf
+    p[kind == 5, 2::13] = -1.0
+    p[kind == 6] = 0.0
+    return p
+
+
+@pytest.mark.parametrize("block_v, tiles_per_chunk", [(16, 20), (64, 3)])
+def test_screening_does_not_change_tokens(device, block_v, tiles_per_chunk):
+    """The screened race (SCREEN: tiles whose tokens cannot beat the chunk's best so far skip the
+    exponentials) returns exactly the unscreened race's ids, sample_p and winning scores, on 32 rows x
+    V = 320 of _screening_rows: a screen that skipped a tile holding the winner, or let a skipped
+    token change a tie, would differ here (on peaked rows nearly every tile after the first is
+    skipped). Exact equality: the winners are the same tokens with the same float32 scores."""
+    rng = np.random.default_rng(current_test_seed())
+    batch, vocab = 32, 320
+    p = torch.from_numpy(_screening_rows(rng, batch, vocab)).float().to(device)
+    seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
+    rows = batch // 8 if interpreting() else 1  # the interpreter screens a row block as a whole
+    plain = kg._fast_sample(p, 1, None, seeds, offsets, with_score=True,
+                            tiling=kg.RaceTiling(rows, block_v, tiles_per_chunk, 1, screen=False))  # fmt: skip
+    screened = kg._fast_sample(p, 1, None, seeds, offsets, with_score=True,
+                               tiling=kg.RaceTiling(rows, block_v, tiles_per_chunk, 1, screen=True))  # fmt: skip
+    for a, b in zip(plain, screened):
+        assert torch.equal(a, b)
+    assert (plain[1] == -1).any() and (plain[1] >= 0).sum() > batch // 2
+
+
+@triton.jit
+def _screen_probe_kernel(best_p_ptr, best_e_ptr, p_ptr, word_ptr, hot_ptr, N, BLOCK: tl.constexpr):
+    # best_*, p, word, hot: [N]; row i has one lane holding (best_p[i], best_e[i]) and one token
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)[:, None]
+    ok = i < N
+    bound = kg._screen_bound(tl.load(best_p_ptr + i, mask=ok, other=0.0), tl.load(best_e_ptr + i, mask=ok, other=1.0))
+    hot = kg._may_win(tl.load(p_ptr + i, mask=ok, other=0.0), tl.load(word_ptr + i, mask=ok, other=0), bound)
+    tl.store(hot_ptr + i, hot.to(tl.int8), mask=ok)
+
+
+def test_screen_predicate_is_sound_and_sharp(device):
+    """The screen's predicate on 2^16 tokens placed around the boundary: best ratio r = best_p /
+    best_e (best_e = 2^-6 E), token p = r 2^-6 E_v (1 + d), d uniform in [-2^-4, 2^-4], words over all
+    32-bit magnitudes (so t_v = E_v to 2^-33 for small words, t_v < E_v for large). Sound: a token
+    screened out has p / (2^-6 E_v) <= r (1 - 2^-11) in float64 (it can neither win nor tie; a bound
+    off by more than 2^-11 upward fails here). Sharp: every token with p <= r 2^-6 t_v (1 - 2^-9) is
+    screened out (a bound that lost more than 2^-9 would screen less and fail here). Deterministic."""
+    from specsample.reference import philox as rp
+
+    rng = np.random.default_rng(current_test_seed())
+    n = 1 << 16
+    words = (rng.random(n) * 2.0 ** rng.uniform(0, 32, n)).astype(np.uint32)
+    e = rp.exponential_from_word(words)  # float64 E_v
+    t = (words.astype(np.float64) + 0.5) * 2.0**-32
+    best_e = (2.0**-6 * rng.exponential(size=n)).astype(np.float32)
+    best_p = (10.0 ** rng.uniform(-20, 20, n)).astype(np.float32)
+    r = best_p.astype(np.float64) / best_e.astype(np.float64)
+    p = (r * 2.0**-6 * e * (1 + rng.uniform(-(2.0**-4), 2.0**-4, n))).astype(np.float32)
+    hot = torch.empty(n, dtype=torch.int8, device=device)
+    args = [torch.from_numpy(a).to(device) for a in (best_p, best_e, p, words.view(np.int32))]
+    _screen_probe_kernel[(triton.cdiv(n, 1024),)](*args, hot, n, BLOCK=1024)
+    hot = hot.cpu().numpy().astype(bool)
+    ratio = p.astype(np.float64) / (2.0**-6 * e)
+    unsound = ~hot & (ratio > r * (1 - 2.0**-11))
+    assert not unsound.any(), f"{unsound.sum()} tokens screened out within 2^-11 of the best"
+    blunt = hot & (p.astype(np.float64) <= r * 2.0**-6 * t * (1 - 2.0**-9))
+    assert not blunt.any(), f"{blunt.sum()} tokens kept that cannot win by 2^-9"
+    assert 0.2 < hot.mean() < 0.8  # the tokens straddle the boundary
