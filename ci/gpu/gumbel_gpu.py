@@ -436,8 +436,9 @@ def graph_run(source: str, gen: torch.Generator, replays: int = 10_000, batch: i
         fresh=fresh,
         offsets_ok=offsets_ok,
         t0=t0,
-        label=f"graph {source}",
+        label=f"graph {source} V={vocab}",
     )
+    row.update(batch=batch, vocab=vocab, tiling=kg.race_tiling(batch, vocab)._asdict())
     RESULTS["graphs"].append(row)
     print("graph", row, flush=True)
     for ok, message in checks:
@@ -522,26 +523,32 @@ def perf(shape, bw: float, gen: torch.Generator) -> None:
 
 def sweep(shape, gen: torch.Generator) -> None:
     """CUDA-graph replay time (device time: eager do_bench is host-bound here, run 14) per tile width,
-    warps and programs per SM (run 15 also tried explicit loop pipelining: no gain, removed)."""
+    warps, programs per SM and screening (run 15 also tried explicit loop pipelining: no gain,
+    removed). Every tiling must return the unscreened default tiling's ids, bit for bit."""
     batch, vocab = shape
     p = softmax_rows(batch, vocab, gen)
     seeds, offsets = keys(batch, gen)
     default = kg.race_tiling(batch, vocab)
     tried = set()
-    for block_v in (1024, 2048):
-        tiles = triton.cdiv(vocab, block_v)
-        for programs_per_sm in (6, 8, 10, 16):
-            chunks = max(1, min(tiles, triton.cdiv(programs_per_sm * 132, batch)))
-            for warps in (4, 8):
-                tried.add(kg.RaceTiling(1, block_v, triton.cdiv(tiles, chunks), warps))
+    for screen in (False, True):
+        for block_v, warps in ((1024, 8), (512, 4), (256, 2), (256, 1), (512, 1), (512, 2), (1024, 1)):
+            tiles = triton.cdiv(vocab, block_v)
+            # 1-warp programs: at most 32 resident per SM, so up to 32 per SM make one wave
+            for programs_per_sm in (10, 16, 24, 32) if warps <= 2 else (10, 16):
+                chunks = max(1, min(tiles, triton.cdiv(programs_per_sm * 132, batch)))
+                tried.add(kg.RaceTiling(1, block_v, triton.cdiv(tiles, chunks), warps, screen))
     tried.add(default)
+    reference = kg._fast_sample(p, 1, None, seeds, offsets, tiling=default._replace(screen=False))[1]
     for tiling in sorted(tried):
-        us = graph_time(lambda t=tiling: kg._fast_sample(p, 1, None, seeds, offsets, tiling=t)) * 1e3
+        call = lambda t=tiling: kg._fast_sample(p, 1, None, seeds, offsets, tiling=t)  # noqa: E731
+        same = torch.equal(call()[1], reference)
+        check(same, f"sweep {shape} {tiling}: ids differ from the unscreened default tiling")
+        us = graph_time(call) * 1e3
         RESULTS["sweep"].append(dict(batch=batch, vocab=vocab, tiling=tiling._asdict(), graph_us=us,
-                                     default=tiling == default))  # fmt: skip
+                                     default=tiling == default, same_ids=same))  # fmt: skip
     mine = sorted((r for r in RESULTS["sweep"] if r["batch"] == batch), key=lambda r: r["graph_us"])
     base = next(r for r in mine if r["default"])
-    best = [(round(r["graph_us"], 1), tuple(r["tiling"].values())[1:]) for r in mine[:5]]
+    best = [(round(r["graph_us"], 1), tuple(r["tiling"].values())[1:]) for r in mine[:8]]
     print(f"sweep {shape}: default {base['tiling']} {base['graph_us']:.1f} us; best", best, flush=True)
 
 
@@ -643,6 +650,9 @@ def main() -> int:
         steps += [
             ("graph generator", lambda: graph_run("generator", gen)),
             ("graph seeds", lambda: graph_run("seeds", gen)),
+            # V = 32000 x 256 rows takes fast_sample's one-warp screened tiling (V = 4096 the wide one)
+            ("graph generator V=32000", lambda: graph_run("generator", gen, vocab=32000)),
+            ("graph seeds V=32000", lambda: graph_run("seeds", gen, vocab=32000)),
             ("host sync", lambda: no_host_sync(gen)),
             ("copy bandwidth", lambda: RESULTS.__setitem__("copy_bw", copy_bandwidth())),
         ]

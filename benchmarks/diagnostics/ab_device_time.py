@@ -1,0 +1,73 @@
+"""Same-run A/B of two specsample trees on the H200: our kernels only, the benchmark harness's timers.
+
+    python3 benchmarks/diagnostics/ab_device_time.py --tree /path/to/base --label base --out a.jsonl
+    python3 benchmarks/diagnostics/ab_device_time.py --label new --out a.jsonl      # this checkout
+
+`--tree DIR` puts DIR first on sys.path, so `import specsample` takes DIR/specsample (make it with
+`git archive <commit> specsample | tar -x -C DIR`); the harness (`benchmarks/`) is always this
+checkout's. Each case is timed as `run_h200.py` times it (benchmarks/timing.py: do_bench median with
+the L2 flush, and CUDA-graph replays over rotated input copies), and one JSON line per case is
+appended to --out. Alternate base / new calls in one device session (base, new, base, new) and
+compare medians: that is the same-run ratio benchmarks/NOTES.md asks for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+
+CASES = (  # kernel, B, K, V, dtype: the issue shapes of the kernels the change touches
+    ("fast_sample", 1, 0, 151936, "float32"),
+    ("fast_sample", 64, 0, 151936, "float32"),
+    ("fast_sample", 256, 0, 128256, "float32"),
+    ("fast_sample", 256, 0, 128256, "bfloat16"),
+    ("sample_from_logits", 64, 0, 151936, "float32"),
+    ("logits", 64, 4, 151936, "float32"),
+    ("logits_onehot", 128, 8, 128256, "float32"),
+    ("chain", 64, 4, 151936, "float32"),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", help="directory holding the specsample package to time (default: this checkout)")
+    ap.add_argument("--label", required=True)
+    ap.add_argument("--out", required=True, help="JSON-lines file to append to")
+    ap.add_argument("--only", default="", help="comma-separated kernel names (default: every case)")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, REPO)
+    if args.tree:
+        sys.path.insert(0, os.path.abspath(args.tree))
+    import specsample
+
+    from benchmarks.floors import Case
+    from benchmarks.harness import BenchSession
+    from benchmarks.providers import PROVIDERS
+    from benchmarks.records import OURS
+
+    only = {k for k in args.only.split(",") if k}
+    session = BenchSession.create()
+    with open(args.out, "a") as out:
+        for kernel, b, k, v, dtype in CASES:
+            if only and kernel not in only:
+                continue
+            case = Case(kernel, b, k, v, dtype)
+            t0 = time.time()
+            records, skips = session.measure(case, [PROVIDERS[OURS]])
+            row = dict(label=args.label, tree=os.path.dirname(specsample.__file__), case=case.label,
+                       median_us=records[0].median_us if records else None,
+                       graph_us=records[0].graph_us if records else None,
+                       skips=[s.reason for s in skips], seconds=round(time.time() - t0, 1))  # fmt: skip
+            out.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
