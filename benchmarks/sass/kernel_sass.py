@@ -70,7 +70,7 @@ def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles:
                      if p.endswith("_ptr")}  # fmt: skip
         divisible = ("st_b", "st_k", "sd_b", "sd_k", "V")
         const = dict(K=4, KP=8, HAS_DRAFT_LOGITS=True, RAGGED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
-                     TILES=tiles, st_v=1, sd_v=1, LANE_I32=False, FAST_LOG=False)  # fmt: skip
+                     TILES=tiles, st_v=1, sd_v=1, LANE_I32=False, FAST_LOG=False, SCREEN=False)  # fmt: skip
         const = {k: v for k, v in const.items() if k in inspect.signature(fn.fn).parameters}
     const.update(flags)
     params = list(inspect.signature(fn.fn).parameters)

@@ -48,7 +48,11 @@ SWEEP = [
     {"lane_i32": False, "stats_block": 2048, "stats_tiles": 4},
     {"lane_i32": True, "stats_block": 2048, "stats_tiles": 4},
 ]
-SWEEP_NAMES = "default/precise-log/i64-2048x4/i32-2048x4"
+# what perf() times per case: the default against unscreened (screening on by default since run 30),
+# longer race chunks (more tiles per program: more of them screened out) and precise logarithms;
+# SWEEP's stats-pass variants are kept for the coupling steps and for re-running run 21
+PERF_SWEEP = [None, {"screen": False}, {"race_tiles": 8}, {"race_tiles": 16}, {"fast_log": False}]
+SWEEP_NAMES = "default/unscreened/race-tiles-8/race-tiles-16/precise-log"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -175,7 +179,7 @@ def perf(batch, num_k, vocab, dtype_name, classic, bw, gen):
     floor_us = floor_bytes / bw * 1e6
     row = dict(B=batch, K=num_k, V=vocab, dtype=dtype_name, mode="classic" if classic else "one-hot",
                floor_us=floor_us, sweep=[])  # fmt: skip
-    for over in SWEEP:
+    for over in PERF_SWEEP:
         cfg = L.launch_config(batch, num_k + 1, vocab, over)
         try:
             fn = lambda over=over: L.rejection_sample_logits(**case, _config=over)  # noqa: E731
@@ -220,6 +224,8 @@ def main() -> int:
         lambda: coupling(128, 4, 151936, "fp32", True, gen, SWEEP[1]),
         lambda: coupling(128, 4, 151936, "bf16", True, gen, SWEEP[2]),
         lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[3]),
+        lambda: coupling(128, 4, 151936, "fp32", True, gen, {"screen": False}),
+        lambda: coupling(64, 8, 128256, "fp32", False, gen, {"race_tiles": 16}),
         lambda: graph_check(gen),
     ]
     for step in steps:

@@ -168,17 +168,26 @@ def _log1mexp(x, FAST_LOG: tl.constexpr = False):
 
 
 @triton.jit
-def _race_log_noise(seed, offset, position, first_col, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr,
-                    FAST_LOG: tl.constexpr = False):  # fmt: skip
-    """[BLOCK_ROWS, BLOCK_V] log E for tokens first_col + lane (first_col a multiple of 4): one Philox
-    call per group of four tokens, the four words interleaved so that token v gets word v % 4."""
+def _race_words(seed, offset, position, first_col, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr):
+    """[BLOCK_ROWS, BLOCK_V] Philox words of tokens first_col + lane (first_col a multiple of 4): one
+    Philox call per group of four tokens, the four words interleaved so that token v gets word v % 4."""
     groups = (first_col // 4)[:, None] + tl.arange(0, BLOCK_V // 4).to(tl.int64)[None, :]
     zero = groups * 0
     w0, w1, w2, w3 = philox_words(seed[:, None] + zero, offset[:, None] + zero, groups,
                                   STREAM_LOGITS_RESIDUAL, position[:, None] + zero)  # fmt: skip
     words = tl.join(tl.join(w0, w2), tl.join(w1, w3))  # [R, G, 2, 2]: [g, a, c] = word 2a + c
-    words = tl.reshape(words, (BLOCK_ROWS, BLOCK_V))
-    return _log_exponential_from_word(words, FAST_LOG)
+    return tl.reshape(words, (BLOCK_ROWS, BLOCK_V))
+
+
+@triton.jit
+def _may_win_race(lp, word, best_r, best_p, FAST_LOG: tl.constexpr):
+    """[R, C] whether a token (log p = lp, noise word) can change either race's running best [R]:
+    its score log p - log E (or log r - log E <= that) is <= lp - log t, since E = -log(1 - t) >= t
+    for its uniform t = (word + 1/2) 2^-32. So a token with lp - log t <= min(best_r, best_p) - 2^-10
+    cannot: the 2^-10 margin dwarfs the error of the approximate logarithms (~1e-6). NaN-free:
+    lp = -inf never may."""
+    log_t = _ln((word.to(tl.float32) + 0.5) * 2.3283064365386963e-10, FAST_LOG)
+    return (lp - log_t) > (tl.minimum(best_r, best_p) - 0.0009765625)[:, None]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -316,6 +325,35 @@ def _pick_int(values, pos, j):
 
 
 @triton.jit
+def _race_tile_update(best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr, req, j, x_j, use_q,
+                      m_dj, log_sd_j, inv_t, V, sd_b, sd_k, sd_v,
+                      K: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr, FAST_LOG: tl.constexpr):  # fmt: skip
+    """Both races' running bests (score, smallest index) after one tile of row j: the residual race
+    over log r - log E and the race over log p - log E (the fallback when the residual is empty)."""
+    log_e = _log_exponential_from_word(words, FAST_LOG)
+    score_p = lp - log_e
+    if HAS_DRAFT_LOGITS:
+        d_row = req * sd_b + tl.minimum(j, K - 1) * sd_k
+        dl = _clean_logits(tl.load(d_ptr + d_row[:, None] + cols * sd_v,
+                                   mask=live & use_q[:, None], other=float("-inf")))  # fmt: skip
+        lq = _log_prob(dl, m_dj[:, None], log_sd_j[:, None], inv_t[:, None])
+        gap = tl.where(lp > lq, lq - lp, -1.0)
+        log_r = tl.where(lp > lq, lp + _log1mexp(gap, FAST_LOG), _NEG_INF)
+        score_r = tl.where(use_q[:, None], log_r - log_e, score_p)
+    else:
+        score_r = tl.where(cols == x_j[:, None], _NEG_INF, score_p)
+    tile_r = tl.max(score_r, axis=1)
+    at_r = tl.min(tl.where(score_r == tile_r[:, None], cols, V), axis=1)
+    idx_r = tl.where(tile_r > best_r, at_r, idx_r)
+    best_r = tl.maximum(best_r, tile_r)
+    tile_p = tl.max(score_p, axis=1)
+    at_p = tl.min(tl.where(score_p == tile_p[:, None], cols, V), axis=1)
+    idx_p = tl.where(tile_p > best_p, at_p, idx_p)
+    best_p = tl.maximum(best_p, tile_p)
+    return best_r, idx_r, best_p, idx_p
+
+
+@triton.jit
 def _race_block(
     req_block,  # this program's requests are req_block * BLOCK_ROWS + [0, BLOCK_ROWS)
     chunk,  # and its vocabulary chunk of the emit row
@@ -344,6 +382,7 @@ def _race_block(
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
     FAST_LOG: tl.constexpr = False,
+    SCREEN: tl.constexpr = False,
 ):  # fmt: skip
     # log p_i(v) = (l_iv - M_i) / T - log S_i   (log q_i likewise from the draft statistics)
     # accept x_i (i < n, 0 <= x_i < V):  classic  d_i(x_i) finite and m_i < p_i(x_i) / q_i(x_i)
@@ -403,6 +442,10 @@ def _race_block(
         m_dj = _pick(big_md, pos, j)
         log_sd_j = _pick(log_sd, pos, j)
         use_q = sampled & rejected
+    else:  # unused stand-ins (one-hot drafts read no draft row)
+        m_dj = m_j
+        log_sd_j = log_s_j
+        use_q = rejected
     lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
     if tl.max(sampled.to(tl.int32), axis=0) > 0:  # greedy-only blocks skip the race (uniform branch)
         for tile in range(TILES):
@@ -412,26 +455,17 @@ def _race_block(
             l = _clean_logits(tl.load(t_ptr + (req * st_b + j * st_k)[:, None] + cols * st_v, mask=live,
                                       other=float("-inf")))  # fmt: skip
             lp = _log_prob(l, m_j[:, None], log_s_j[:, None], inv_t[:, None])
-            log_e = _race_log_noise(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V, FAST_LOG)
-            score_p = lp - log_e
-            if HAS_DRAFT_LOGITS:
-                d_row = req * sd_b + tl.minimum(j, K - 1) * sd_k
-                dl = _clean_logits(tl.load(d_ptr + d_row[:, None] + cols * sd_v,
-                                           mask=live & use_q[:, None], other=float("-inf")))  # fmt: skip
-                lq = _log_prob(dl, m_dj[:, None], log_sd_j[:, None], inv_t[:, None])
-                gap = tl.where(lp > lq, lq - lp, -1.0)
-                log_r = tl.where(lp > lq, lp + _log1mexp(gap, FAST_LOG), _NEG_INF)
-                score_r = tl.where(use_q[:, None], log_r - log_e, score_p)
+            words = _race_words(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V)
+            if SCREEN:
+                hot = _may_win_race(lp, words, best_r, best_p, FAST_LOG)
+                if tl.max(tl.max(hot.to(tl.int32), axis=1), axis=0) > 0:
+                    best_r, idx_r, best_p, idx_p = _race_tile_update(
+                        best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr, req, j, x_j, use_q,
+                        m_dj, log_sd_j, inv_t, V, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, FAST_LOG)  # fmt: skip
             else:
-                score_r = tl.where(cols == x_j[:, None], _NEG_INF, score_p)
-            tile_r = tl.max(score_r, axis=1)
-            at_r = tl.min(tl.where(score_r == tile_r[:, None], cols, V), axis=1)
-            idx_r = tl.where(tile_r > best_r, at_r, idx_r)
-            best_r = tl.maximum(best_r, tile_r)
-            tile_p = tl.max(score_p, axis=1)
-            at_p = tl.min(tl.where(score_p == tile_p[:, None], cols, V), axis=1)
-            idx_p = tl.where(tile_p > best_p, at_p, idx_p)
-            best_p = tl.maximum(best_p, tile_p)
+                best_r, idx_r, best_p, idx_p = _race_tile_update(
+                    best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr, req, j, x_j, use_q,
+                    m_dj, log_sd_j, inv_t, V, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, FAST_LOG)  # fmt: skip
     slot = (req * NC2 + chunk) * 2
     tl.store(best_ptr + slot, best_r, mask=req_ok)
     tl.store(best_ptr + slot + 1, best_p, mask=req_ok)
@@ -504,18 +538,36 @@ def _logits_race_kernel(
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
     FAST_LOG: tl.constexpr,
+    SCREEN: tl.constexpr,
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each.
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr,
                 offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr,
                 arrivals_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, B, V, NC1, NC2,
                 st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
-                K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, FAST_LOG)  # fmt: skip
+                K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, FAST_LOG, SCREEN)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------
 # Launcher
 # ----------------------------------------------------------------------------------------------
+
+
+_RACE_PROGRAMS = 4 * 132  # race-pass programs wanted at least (4 per H200 SM)
+
+
+def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
+    """Tiles per race-pass program: the longest of 16, 8, 4 that still gives batch x chunks >= 4
+    programs per SM (4 if none does; never more tiles than the row has). Longer chunks let the
+    screen skip more tiles: H200 run 30 (graph µs, same run, ci/gpu/logits_gpu.py) at (64, 4, 151936)
+    and (128, 8, 128256), fp32 and bf16, one-hot and classic: 16 tiles 1.08-1.34x faster than the
+    unscreened 4-tile race, 4 tiles screened 1.00-1.16x. The fall-back for small batches keeps the
+    run-14 split (4 tiles), where fewer, longer programs would leave SMs idle."""
+    tiles = cdiv(vocab, race_block)
+    for want in (16, 8):
+        if batch * cdiv(vocab, race_block * want) >= _RACE_PROGRAMS:
+            return max(1, min(want, tiles))
+    return max(1, min(4, tiles))
 
 
 def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None) -> dict:
@@ -535,7 +587,7 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
             "race_rows": max(1, min(rows_cap, next_pow2(batch))),
             "stats_warps": 4, "race_warps": 4,
         }  # fmt: skip
-        cfg.update({"fast_log": False, "lane_i32": False})
+        cfg.update({"fast_log": False, "lane_i32": False, "screen": False})
     else:
         # stats pass: 4096-column tiles, 2 per chunk, 32-bit column offsets (lane_i32, where they
         # fit). H200 run 21, same run, graph time: 1.04-1.07x faster for fp32 and 1.13-1.24x for bf16
@@ -544,12 +596,14 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
         race_block = max(128, min(1024, vocab_pow2))
         cfg = {
             "stats_block": stats_block, "stats_tiles": max(1, min(2, cdiv(vocab, stats_block))),
-            "race_block": race_block, "race_tiles": max(1, min(4, cdiv(vocab, race_block))),
+            "race_block": race_block, "race_tiles": _race_tiles(batch, vocab, race_block),
             "stats_rows": 1, "race_rows": 1, "stats_warps": 8, "race_warps": 4,
         }  # fmt: skip
         # fast_log (the hardware log2 and one logarithm per token in the race pass): on, H200 run 14
         # measured the whole call 1.12-1.21x faster at the issue's shapes, coupling unchanged.
-        cfg.update({"fast_log": True, "lane_i32": True})
+        # screen (the race pass skips tiles that cannot change either race's best; outputs bit for
+        # bit unchanged): on, H200 run 30, see _race_tiles.
+        cfg.update({"fast_log": True, "lane_i32": True, "screen": True})
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -659,7 +713,7 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
         batch, vocab, nc1, nc2, *st, *sd, *sx, temperature.stride(0), sn, seeds.stride(0), offsets.stride(0),
         K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
         BLOCK_ROWS=cfg["race_rows"], BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
-        FAST_LOG=cfg["fast_log"],
+        FAST_LOG=cfg["fast_log"], SCREEN=cfg["screen"] and cfg["race_tiles"] > 1,
         num_warps=cfg["race_warps"],
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback, valid)

@@ -341,7 +341,8 @@ def _screen_probe_kernel(best_p_ptr, best_e_ptr, p_ptr, word_ptr, hot_ptr, N, BL
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)[:, None]
     ok = i < N
     bound = kg._screen_bound(tl.load(best_p_ptr + i, mask=ok, other=0.0), tl.load(best_e_ptr + i, mask=ok, other=1.0))
-    hot = kg._may_win(tl.load(p_ptr + i, mask=ok, other=0.0), tl.load(word_ptr + i, mask=ok, other=0), bound)
+    word = tl.load(word_ptr + i, mask=ok, other=0).to(tl.uint32, bitcast=True)  # Philox words are uint32
+    hot = kg._may_win(tl.load(p_ptr + i, mask=ok, other=0.0), word, bound)
     tl.store(hot_ptr + i, hot.to(tl.int8), mask=ok)
 
 
