@@ -47,6 +47,7 @@ _RUN_SIGNATURE_KNOWN = triton.__version__.startswith("3.6.")
 _Tensor = torch.Tensor
 _MAX_ENTRIES = 4096  # distinct (kernel, shape, alignment) keys kept; cleared wholesale beyond this
 _CACHE: dict[tuple, tuple] = {}
+_KEYED: dict[tuple, tuple] = {}  # launch_keyed's cache: (kernel, device, caller's key) -> compiled
 _path = os.environ.get("SPECSAMPLE_TRITON_LAUNCH", "direct")
 if _path not in ("direct", "jit"):
     raise ValueError(f"SPECSAMPLE_TRITON_LAUNCH must be 'direct' or 'jit', got {_path!r}")
@@ -73,10 +74,11 @@ def use_launch_path(path: str):
 def clear_launch_cache() -> None:
     """Forget every cached compiled kernel (the next call of each shape takes Triton's path)."""
     _CACHE.clear()
+    _KEYED.clear()
 
 
 def launch_cache_size() -> int:
-    return len(_CACHE)
+    return len(_CACHE) + len(_KEYED)
 
 
 def _hooks_installed() -> bool:
@@ -131,5 +133,40 @@ def launch(kernel, grid: tuple, *args, **meta) -> None:
     g2 = grid[2] if len(grid) > 2 else 1
     stream = torch._C._cuda_getCurrentRawStream(device)
     # launch metadata and the enter/exit hooks are None: no hook is installed (checked above)
+    compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
+                 *args, *trailing)  # fmt: skip
+
+
+def launch_keyed(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> None:
+    """`kernel[grid](*args, **meta)` like `launch`, keyed by the caller's `key` instead of one built
+    from every argument (that key costs ~0.4 µs per tensor argument on every call; a launcher knows
+    which of its arguments can change the compiled kernel and keys only those).
+
+    The caller's contract: two calls with equal `key` (on one device) must have equal `meta`, equal
+    int arguments, and tensor arguments of equal dtype and equal 16-byte alignment, so the key must
+    hold every int argument, the dtype and `data_ptr() % 16 == 0` of every tensor whose dtype or
+    alignment can vary (the caller's inputs), and whatever `meta` is derived from. Tensors the
+    launcher allocates itself (outputs from torch.empty, persistent scratch) are always 16-byte
+    aligned with a fixed dtype and need no entry."""
+    if _path == "jit" or interpreting() or _hooks_installed():
+        kernel[grid](*args, **meta)
+        return
+    device = torch.cuda.current_device()
+    full_key = (kernel, device, key)
+    hit = _KEYED.get(full_key)
+    if hit is None:
+        compiled = kernel[grid](*args, **meta)
+        if _launchable(compiled):
+            if len(_KEYED) >= _MAX_ENTRIES:
+                _KEYED.clear()
+            _KEYED[full_key] = (compiled, _trailing_params(kernel, len(args), meta))
+        return
+    compiled, trailing = hit
+    if not _RUN_SIGNATURE_KNOWN:
+        compiled[grid](*args, *trailing)
+        return
+    g1 = grid[1] if len(grid) > 1 else 1
+    g2 = grid[2] if len(grid) > 2 else 1
+    stream = torch._C._cuda_getCurrentRawStream(device)
     compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
                  *args, *trailing)  # fmt: skip

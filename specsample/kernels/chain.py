@@ -42,7 +42,7 @@ from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._compiled_launch import launch
+from specsample.kernels._compiled_launch import launch_keyed
 from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
@@ -427,7 +427,8 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     sq = q.stride() if has_q else (0, 0, 0)
     # int32 lane offsets unless a lane offset cols * stride can pass 2^31 (or forced: lane_i64)
     wide = lane_i64 or not int32_offsets_fit(vocab, p.stride(2), sq[2])
-    plan = _plan(batch, k_plus_1, vocab, has_q, n is not None, seeded, wide, tuple(sorted(overrides.items())))
+    plan_key = (batch, k_plus_1, vocab, has_q, n is not None, seeded, wide, tuple(sorted(overrides.items())))
+    plan = _plan(*plan_key)
     # [B, num_chunks, 2] fp64 scratch, indexed explicitly by the kernel
     partials = stream_buffer(device, "chain_partials", batch * plan.num_chunks * 2, torch.float64)
     arrivals = arrival_counters(device, plan.grid[0])
@@ -438,10 +439,15 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
     u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
     s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
-    launch(_chain_kernel, plan.grid,
-        p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, partials, arrivals,
-        tokens, num_accepted, fallback, valid,
-        batch, vocab, plan.num_chunks, plan.tiles,
-        *p.stride(), *sq, *x.stride(), sn, *su, ss, so, **plan.meta,
+    strides = (*p.stride(), *sq, *x.stride(), sn, *su, ss, so)
+    inputs = (p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg)
+    # launch_keyed's contract: the plan's key fixes batch, vocab, the chunking and every constexpr;
+    # the strides are the other int arguments; the inputs' dtypes and alignment (outputs and scratch
+    # are fresh or persistent allocations: aligned, fixed dtypes)
+    key = (plan_key, strides, *[(t.dtype, t.data_ptr() & 15 == 0) for t in inputs])
+    launch_keyed(_chain_kernel, plan.grid, key,
+        (*inputs, partials, arrivals, tokens, num_accepted, fallback, valid,
+         batch, vocab, plan.num_chunks, plan.tiles, *strides),
+        plan.meta,
     )  # fmt: skip
     return SampleResult(tokens, num_accepted, fallback, valid)

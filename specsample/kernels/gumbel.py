@@ -40,7 +40,7 @@ import triton.language as tl
 from triton.language.extra.cuda import libdevice
 
 from specsample.kernels._arrivals import arrival_counters
-from specsample.kernels._compiled_launch import launch
+from specsample.kernels._compiled_launch import launch, launch_keyed
 from specsample.kernels._launch import cdiv, check_device, interpreting, next_pow2
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_GUMBEL, philox_words
@@ -531,17 +531,18 @@ def _fast_sample(
     if not 1 <= num_samples <= MAX_SAMPLES:
         raise ValueError(f"num_samples must be in [1, {MAX_SAMPLES}], got {num_samples}")
     check_device("probs", probs)
+    device = probs.device
     batch, vocab = probs.shape
     if vocab < 1:
         raise ValueError(f"probs must have V >= 1 columns, got V = {vocab}")
     if vocab >= 2**31 - 1:
         raise ValueError(f"V must be below 2^31 - 1 (token ids are int32 in the workspace), got {vocab}")
     seeds, offsets, seed_stride, offset_stride = _resolve_randomness(
-        batch, probs.device, generator, seeds, offsets
+        batch, device, generator, seeds, offsets
     )
     # the merge kernel writes every entry: no fill launches (each is a separate node in a CUDA graph)
-    sample_p = torch.empty((batch, num_samples), dtype=probs.dtype, device=probs.device)
-    sample_index = torch.empty((batch, num_samples), dtype=torch.int64, device=probs.device)
+    sample_p = torch.empty((batch, num_samples), dtype=probs.dtype, device=device)
+    sample_index = torch.empty((batch, num_samples), dtype=torch.int64, device=device)
     if batch == 0:
         return sample_p, sample_index, None
     tiling = tiling or race_tiling(batch, vocab, num_samples)
@@ -550,47 +551,43 @@ def _fast_sample(
     num_chunks = cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
     num_parts = num_chunks * num_samples
     # [B, num_parts] scratch (kernels/_stream_buffers.py), indexed explicitly by the kernels
-    part_score = stream_buffer(probs.device, "race_score", batch * num_parts, torch.float32)
-    part_index = stream_buffer(probs.device, "race_index", batch * num_parts, torch.int32)
+    part_score = stream_buffer(device, "race_score", batch * num_parts, torch.float32)
+    part_index = stream_buffer(device, "race_index", batch * num_parts, torch.int32)
     score = (
-        torch.empty((batch, num_samples), dtype=torch.float32, device=probs.device) if with_score else None
+        torch.empty((batch, num_samples), dtype=torch.float32, device=device) if with_score else None
     )
     row_blocks = cdiv(batch, tiling.block_rows)
     block_parts = next_pow2(num_parts)
     if fused_merge is None:
         fused_merge = fuse_merge(block_parts, tiling.num_warps)
-    arrivals = arrival_counters(probs.device, row_blocks) if fused_merge else part_index
-    launch(
+    arrivals = arrival_counters(device, row_blocks) if fused_merge else part_index
+    stride_b, stride_v = probs.stride()
+    # launch_keyed's contract: every int argument, the caller's tensors' dtype and 16-byte alignment
+    # (outputs and scratch are fresh or persistent allocations: aligned, fixed dtypes), and what the
+    # constexprs derive from (tiling, num_samples, fused_merge, with_score)
+    key = (probs.dtype, probs.data_ptr() & 15 == 0, seeds.data_ptr() & 15 == 0, offsets.data_ptr() & 15 == 0,
+           batch, vocab, stride_b, stride_v, seed_stride, offset_stride, tiling, num_samples, fused_merge,
+           with_score)  # fmt: skip
+    launch_keyed(
         _race_chunk_kernel,
         (row_blocks, num_chunks),
-        probs,
-        seeds,
-        offsets,
-        part_score,
-        part_index,
-        arrivals,
-        sample_p,
-        sample_index,
-        score if with_score else sample_p,
-        batch,
-        vocab,
-        probs.stride(0),
-        probs.stride(1),
-        seed_stride,
-        offset_stride,
-        tiling.tiles_per_chunk,
-        num_parts,
-        BLOCK_ROWS=tiling.block_rows,
-        BLOCK_V=tiling.block_v,
-        NUM_SAMPLES=num_samples,
-        UNIT_STRIDE_V=probs.stride(1) == 1,
-        FAST_LOG2=not interpreting(),
-        FUSED_MERGE=fused_merge,
-        BLOCK_PARTS=block_parts,
-        WRITE_SCORE=with_score,
-        SCREEN=tiling.screen and num_samples == 1,
-        num_warps=tiling.num_warps,
-    )
+        key,
+        (probs, seeds, offsets, part_score, part_index, arrivals, sample_p, sample_index,
+         score if with_score else sample_p, batch, vocab, stride_b, stride_v, seed_stride, offset_stride,
+         tiling.tiles_per_chunk, num_parts),
+        dict(
+            BLOCK_ROWS=tiling.block_rows,
+            BLOCK_V=tiling.block_v,
+            NUM_SAMPLES=num_samples,
+            UNIT_STRIDE_V=stride_v == 1,
+            FAST_LOG2=not interpreting(),
+            FUSED_MERGE=fused_merge,
+            BLOCK_PARTS=block_parts,
+            WRITE_SCORE=with_score,
+            SCREEN=tiling.screen and num_samples == 1,
+            num_warps=tiling.num_warps,
+        ),
+    )  # fmt: skip
     if fused_merge:
         return sample_p, sample_index, score
     merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))

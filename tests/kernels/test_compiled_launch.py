@@ -136,6 +136,27 @@ def test_cache_is_bounded(gpu_like, monkeypatch):
     assert cl.launch_cache_size() <= 3
 
 
+def test_keyed_launch_reuses_by_the_callers_key(gpu_like, monkeypatch):
+    """launch_keyed: a repeat key goes to the compiled launcher with every parameter in signature
+    order; a new key, another device, the jit path, hooks and the interpreter go through Triton."""
+    k, a = _Kernel(), torch.zeros(8)
+    cl.launch_keyed(k, (3,), ("f32", True, 8), (a, a, 8, 1), dict(SCALE=4, num_warps=4))
+    cl.launch_keyed(k, (5,), ("f32", True, 8), (a, a, 8, 1), dict(SCALE=4, num_warps=4))
+    assert _kinds(k) == ["jit", "direct"]
+    assert k.log[1][1][:4] == (5, 1, 1, 7) and k.log[1][1][9:] == (a, a, 8, 1, 4, False)
+    cl.launch_keyed(k, (5,), ("f32", True, 16), (a, a, 16, 1), dict(SCALE=4, num_warps=4))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    cl.launch_keyed(k, (5,), ("f32", True, 8), (a, a, 8, 1), dict(SCALE=4, num_warps=4))
+    with cl.use_launch_path("jit"):
+        cl.launch_keyed(k, (5,), ("f32", True, 8), (a, a, 8, 1), dict(SCALE=4, num_warps=4))
+    monkeypatch.setattr(cl, "interpreting", lambda: True)
+    cl.launch_keyed(k, (5,), ("f32", True, 8), (a, a, 8, 1), dict(SCALE=4, num_warps=4))
+    assert _kinds(k) == ["jit", "direct", "jit", "jit", "jit", "jit"]
+    assert cl.launch_cache_size() == 3
+    cl.clear_launch_cache()
+    assert cl.launch_cache_size() == 0
+
+
 def test_bad_launch_path_is_refused():
     with pytest.raises(ValueError, match="direct' or 'jit"):
         with cl.use_launch_path("fast"):
