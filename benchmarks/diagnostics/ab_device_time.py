@@ -6,8 +6,11 @@
 `--tree DIR` puts DIR first on sys.path, so `import specsample` takes DIR/specsample (make it with
 `git archive <commit> specsample | tar -x -C DIR`); the harness (`benchmarks/`) is always this
 checkout's. Each case is timed as `run_h200.py` times it (benchmarks/timing.py: do_bench median with
-the L2 flush, and CUDA-graph replays over rotated input copies), and one JSON line per case is
-appended to --out. Alternate base / new calls in one device session (base, new, base, new) and
+the L2 flush, and CUDA-graph replays over rotated input copies), plus the host time per call
+(host_us: median of 5 rounds of 200 back-to-back calls, enqueue only) and, once per process, the
+device time of do_bench's L2 flush (flush_us: a 256 MB zero_, event-timed median of 20): do_bench
+measures device time only while host_us + the flush's own launch stays below flush_us. One JSON
+line per case is appended to --out. Alternate base / new calls in one device session (base, new, base, new) and
 compare medians: that is the same-run ratio benchmarks/NOTES.md asks for.
 """
 
@@ -23,6 +26,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 CASES = (  # kernel, B, K, V, dtype: the issue shapes of the kernels the change touches
+    ("chain", 1, 4, 32000, "float32"),
+    ("chain", 16, 4, 128256, "float32"),
+    ("chain", 128, 8, 128256, "float32"),
     ("fast_sample", 1, 0, 151936, "float32"),
     ("fast_sample", 64, 0, 151936, "float32"),
     ("fast_sample", 256, 0, 128256, "float32"),
@@ -53,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
     only = {k for k in args.only.split(",") if k}
     session = BenchSession.create()
+    flush_us = _flush_us()
     with open(args.out, "a") as out:
         for kernel, b, k, v, dtype in CASES:
             if only and kernel not in only:
@@ -63,10 +70,50 @@ def main(argv: list[str] | None = None) -> int:
             row = dict(label=args.label, tree=os.path.dirname(specsample.__file__), case=case.label,
                        median_us=records[0].median_us if records else None,
                        graph_us=records[0].graph_us if records else None,
+                       host_us=_host_us(session, case, PROVIDERS[OURS]), flush_us=flush_us,
                        skips=[s.reason for s in skips], seconds=round(time.time() - t0, 1))  # fmt: skip
             out.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)
     return 0
+
+
+def _host_us(session, case, provider, calls: int = 200, rounds: int = 5) -> float:
+    """Median over rounds of the host time per call of `calls` back-to-back calls (no sync inside)."""
+    import statistics
+
+    import torch
+
+    from benchmarks.inputs import make_inputs
+
+    fn = provider.build(case, make_inputs(case, session.device))
+    fn()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per_call.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(per_call)
+
+
+def _flush_us(repeats: int = 20) -> float:
+    """Device time of triton.testing.do_bench's L2 flush: zero_ of a 256 MB int32 buffer."""
+    import statistics
+
+    import torch
+
+    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        cache.zero_()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
 
 
 if __name__ == "__main__":
