@@ -10,8 +10,8 @@ the L2 flush, and CUDA-graph replays over rotated input copies), plus the host t
 (host_us: median of 5 rounds of 200 back-to-back calls, enqueue only) and, once per process, the
 device time of do_bench's L2 flush (flush_us: a 256 MB zero_, event-timed median of 20): do_bench
 measures device time only while host_us + the flush's own launch stays below flush_us. One JSON
-line per case is appended to --out. Alternate base / new calls in one device session (base, new, base, new) and
-compare medians: that is the same-run ratio benchmarks/NOTES.md asks for.
+line per case is appended to --out. Alternate base / new calls in one device session (base, new,
+base, new) and compare medians: that is the same-run ratio benchmarks/NOTES.md asks for.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ CASES = (  # kernel, B, K, V, dtype: the issue shapes of the kernels the change 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tree", help="directory holding the specsample package to time (default: this checkout)")
+    ap.add_argument("--tree", help="directory holding the specsample package (default: this checkout)")
     ap.add_argument("--label", required=True)
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
     ap.add_argument("--only", default="", help="comma-separated kernel names (default: every case)")
@@ -51,7 +51,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.tree:
         sys.path.insert(0, os.path.abspath(args.tree))
     import specsample
-
     from benchmarks.floors import Case
     from benchmarks.harness import BenchSession
     from benchmarks.providers import PROVIDERS

@@ -257,8 +257,9 @@ def _race_chunk_kernel(
     # noise pre-scaled by c = 2^-6 so p c E < FLT_MAX for every float32 p (E < 23); at the end one
     # log2(p / E) per lane (no overflow) and one reduction. SCREEN: E_v >= t_v (its uniform), so a
     # tile where every p_v <= (row's best ratio so far) c t_v, with a 2^-10 margin, cannot change
-    # the chunk's winner; such a tile costs its load and Philox words only, not the exponentials. n > 1 (one tile per chunk): log2(p / E)
-    # per token and the tile's top-n by n max-extractions. Ties go to the smallest id.
+    # the chunk's winner; such a tile costs its load and Philox words only, not the exponentials.
+    # n > 1 (one tile per chunk): log2(p / E) per token and the tile's top-n by n max-extractions.
+    # Ties go to the smallest id.
     # FUSED_MERGE: the last program of a row block to arrive (acquire-release counter) merges the
     # chunks' candidates (_merge_rows) and resets the counter: one launch instead of two.
     GROUPS: tl.constexpr = BLOCK_V // 4
@@ -288,8 +289,9 @@ def _race_chunk_kernel(
                 hot = hot | _may_win(p2, w2, bound) | _may_win(p3, w3, bound)
                 if tl.max(hot.to(tl.int32)) > 0:
                     best_p, best_e, best_index = _race_steps(
-                        best_p, best_e, best_index, p0, p1, p2, p3, w0, w1, w2, w3, tile_start + token, FAST_LOG2
-                    )
+                        best_p, best_e, best_index, p0, p1, p2, p3, w0, w1, w2, w3, tile_start + token,
+                        FAST_LOG2,
+                    )  # fmt: skip
                     bound = _screen_bound(best_p, best_e)
             else:
                 best_p, best_e, best_index = _race_steps(

@@ -461,7 +461,8 @@ def _race_block(
                 if tl.max(tl.max(hot.to(tl.int32), axis=1), axis=0) > 0:
                     best_r, idx_r, best_p, idx_p = _race_tile_update(
                         best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr, req, j, x_j, use_q,
-                        m_dj, log_sd_j, inv_t, V, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, FAST_LOG)  # fmt: skip
+                        m_dj, log_sd_j, inv_t, V, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS,
+                        FAST_LOG)  # fmt: skip
             else:
                 best_r, idx_r, best_p, idx_p = _race_tile_update(
                     best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr, req, j, x_j, use_q,

@@ -10,9 +10,12 @@ import triton
 import triton.language as tl
 
 # PTX only where it is compiled: TRITON_INTERPRET is read once, as the interpreter itself does
-_INTERPRETED: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
-_MUL_A_PTX: tl.constexpr = tl.constexpr("{ .reg .b64 t; mul.wide.u32 t, $2, 0xD2511F53; mov.b64 {$1, $0}, t; }")
-_MUL_B_PTX: tl.constexpr = tl.constexpr("{ .reg .b64 t; mul.wide.u32 t, $2, 0xCD9E8D57; mov.b64 {$1, $0}, t; }")
+_INTERPRETED: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"))
+# one round's widening multiply: $0 = high, $1 = low 32 bits of $2 * the Philox round constant
+_MUL_A_PTX: tl.constexpr = tl.constexpr("{ .reg .b64 t; mul.wide.u32 t, $2, 0xD2511F53; "
+                                        "mov.b64 {$1, $0}, t; }")  # fmt: skip
+_MUL_B_PTX: tl.constexpr = tl.constexpr("{ .reg .b64 t; mul.wide.u32 t, $2, 0xCD9E8D57; "
+                                        "mov.b64 {$1, $0}, t; }")  # fmt: skip
 STREAM_CHAIN_UNIFORM: tl.constexpr = tl.constexpr(1)
 STREAM_GUMBEL: tl.constexpr = tl.constexpr(2)
 STREAM_LOGITS_UNIFORM: tl.constexpr = tl.constexpr(3)

@@ -326,11 +326,12 @@ def test_screening_does_not_change_tokens(device, block_v, tiles_per_chunk):
     p = torch.from_numpy(_screening_rows(rng, batch, vocab)).float().to(device)
     seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
     rows = batch // 8 if interpreting() else 1  # the interpreter screens a row block as a whole
-    plain = kg._fast_sample(p, 1, None, seeds, offsets, with_score=True,
-                            tiling=kg.RaceTiling(rows, block_v, tiles_per_chunk, 1, screen=False))  # fmt: skip
-    screened = kg._fast_sample(p, 1, None, seeds, offsets, with_score=True,
-                               tiling=kg.RaceTiling(rows, block_v, tiles_per_chunk, 1, screen=True))  # fmt: skip
-    for a, b in zip(plain, screened):
+    plain, screened = (
+        kg._fast_sample(p, 1, None, seeds, offsets, with_score=True,
+                        tiling=kg.RaceTiling(rows, block_v, tiles_per_chunk, 1, screen=screen))
+        for screen in (False, True)
+    )  # fmt: skip
+    for a, b in zip(plain, screened, strict=True):
         assert torch.equal(a, b)
     assert (plain[1] == -1).any() and (plain[1] >= 0).sum() > batch // 2
 
@@ -340,7 +341,8 @@ def _screen_probe_kernel(best_p_ptr, best_e_ptr, p_ptr, word_ptr, hot_ptr, N, BL
     # best_*, p, word, hot: [N]; row i has one lane holding (best_p[i], best_e[i]) and one token
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)[:, None]
     ok = i < N
-    bound = kg._screen_bound(tl.load(best_p_ptr + i, mask=ok, other=0.0), tl.load(best_e_ptr + i, mask=ok, other=1.0))
+    best_p = tl.load(best_p_ptr + i, mask=ok, other=0.0)
+    bound = kg._screen_bound(best_p, tl.load(best_e_ptr + i, mask=ok, other=1.0))
     word = tl.load(word_ptr + i, mask=ok, other=0).to(tl.uint32, bitcast=True)  # Philox words are uint32
     hot = kg._may_win(tl.load(p_ptr + i, mask=ok, other=0.0), word, bound)
     tl.store(hot_ptr + i, hot.to(tl.int8), mask=ok)

@@ -11,7 +11,6 @@ import triton
 import triton.language as tl
 
 from specsample.kernels import logits as _kl
-
 from specsample.stats import current_test_seed
 from tests.kernels.test_logits_cases import make_batch, sample_logits, subset
 
