@@ -539,9 +539,7 @@ def _fast_sample(
         raise ValueError(f"probs must have V >= 1 columns, got V = {vocab}")
     if vocab >= 2**31 - 1:
         raise ValueError(f"V must be below 2^31 - 1 (token ids are int32 in the workspace), got {vocab}")
-    seeds, offsets, seed_stride, offset_stride = _resolve_randomness(
-        batch, device, generator, seeds, offsets
-    )
+    seeds, offsets, seed_stride, offset_stride = _resolve_randomness(batch, device, generator, seeds, offsets)
     # the merge kernel writes every entry: no fill launches (each is a separate node in a CUDA graph)
     sample_p = torch.empty((batch, num_samples), dtype=probs.dtype, device=device)
     sample_index = torch.empty((batch, num_samples), dtype=torch.int64, device=device)
@@ -555,9 +553,7 @@ def _fast_sample(
     # [B, num_parts] scratch (kernels/_stream_buffers.py), indexed explicitly by the kernels
     part_score = stream_buffer(device, "race_score", batch * num_parts, torch.float32)
     part_index = stream_buffer(device, "race_index", batch * num_parts, torch.int32)
-    score = (
-        torch.empty((batch, num_samples), dtype=torch.float32, device=device) if with_score else None
-    )
+    score = torch.empty((batch, num_samples), dtype=torch.float32, device=device) if with_score else None
     row_blocks = cdiv(batch, tiling.block_rows)
     block_parts = next_pow2(num_parts)
     if fused_merge is None:

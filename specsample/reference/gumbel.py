@@ -34,7 +34,9 @@ def race_scores(probs, exponentials) -> np.ndarray:
 def _top_n_by_score(score: np.ndarray, n: int, found) -> tuple[np.ndarray, np.ndarray]:
     """[B, n] ids (decreasing score, ties: smallest id; -1 where `found` fails) and their scores."""
     if n == 1:  # the stable sort's first entry, in O(V): argmax returns the first maximum
-        order = np.argmax(score, axis=1)[:, None] if score.shape[1] else np.zeros((score.shape[0], 0), np.int64)
+        order = (
+            np.argmax(score, axis=1)[:, None] if score.shape[1] else np.zeros((score.shape[0], 0), np.int64)
+        )
     else:
         order = np.argsort(-score, axis=1, kind="stable")[:, :n]
     top = np.take_along_axis(score, order, axis=1)

@@ -63,7 +63,7 @@ def philox4x32(c0, c1, c2, c3, k0, k1, n_rounds: int = N_ROUNDS):
     for start in range(0, n, _BLOCK):
         stop = min(n, start + _BLOCK)
         x0, x1, x2, x3, key0, key1, hi_lo0, hi_lo1 = (w[: stop - start] for w in work)
-        for dst, src in zip((x0, x1, x2, x3, key0, key1), flat):
+        for dst, src in zip((x0, x1, x2, x3, key0, key1), flat, strict=True):
             dst[...] = src[0] if src.size == 1 else src[start:stop]
         for r in range(n_rounds):
             np.multiply(x2, PHILOX_ROUND_B, out=hi_lo0)
@@ -81,7 +81,7 @@ def philox4x32(c0, c1, c2, c3, k0, k1, n_rounds: int = N_ROUNDS):
                 key0 &= _MASK32
                 key1 += np.uint64(PHILOX_KEY_B)
                 key1 &= _MASK32
-        for o, x in zip(out, (x0, x1, x2, x3)):
+        for o, x in zip(out, (x0, x1, x2, x3), strict=True):
             o[start:stop] = x
     return tuple(o.reshape(shape) for o in out)
 

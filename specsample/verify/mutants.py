@@ -189,7 +189,8 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         [
             (
                 r"token = tl\.where\(valid & \(pick >= 0\), chunk \* BLOCK_V \+ pick, -1\)",
-                "token = tl.where(fallback, V - 1, tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1))",
+                "token = tl.where(fallback, V - 1, "
+                "tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1))",
             )
         ],
     ),

@@ -122,10 +122,14 @@ def test_fused_merge_equals_two_launch_merge(device, num_samples, tiles_per_chun
     p = torch.from_numpy(_rows(rng, batch, vocab)).float().to(device)
     seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
     tiling = kg.RaceTiling(128 if interpreting() else 1, 16, tiles_per_chunk, 1)
-    two = kg._fast_sample(p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True, fused_merge=False)
+    two = kg._fast_sample(
+        p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True, fused_merge=False
+    )
     for _ in range(2):  # the second call needs the counters the first one left behind to be zero
-        one = kg._fast_sample(p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True, fused_merge=True)
-        for a, b in zip(one, two):
+        one = kg._fast_sample(
+            p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True, fused_merge=True
+        )
+        for a, b in zip(one, two, strict=True):
             assert torch.equal(a, b)
     assert (two[1] >= 0).any() and (two[1] == -1).any()  # live rows and rows without mass both present
     assert int(arrival_counters(p.device, 1).abs().sum()) == 0

@@ -136,7 +136,7 @@ def test_race_screen_predicate_is_sound_and_sharp():
     low = np.minimum(b_r, b_p).astype(np.float64)
     lp = (low + log_e + rng.uniform(-(2.0**-4), 2.0**-4, n)).astype(np.float32)
     args = [torch.from_numpy(a).to(DEVICE) for a in (lp, words.view(np.int32), b_r, b_p)]
-    for fast_log in ([False] if interpreting() else [False, True]):
+    for fast_log in [False] if interpreting() else [False, True]:
         hot = torch.empty(n, dtype=torch.int8, device=DEVICE)
         _race_screen_probe_kernel[(n // 1024,)](*args, hot, n, FAST_LOG=fast_log, BLOCK=1024)
         hot = hot.cpu().numpy().astype(bool)

@@ -24,7 +24,7 @@ def _philox_one(c, k, rounds=10):
     """Philox4x32 on Python ints, one counter at a time (the Random123 definition)."""
     c0, c1, c2, c3 = c
     k0, k1 = k
-    for r in range(rounds):
+    for _ in range(rounds):
         p0, p1 = 0xCD9E8D57 * c2, 0xD2511F53 * c0
         c0, c1, c2, c3 = (p0 >> 32) ^ c1 ^ k0, p0 & 0xFFFFFFFF, (p1 >> 32) ^ c3 ^ k1, p1 & 0xFFFFFFFF
         k0, k1 = (k0 + 0x9E3779B9) & 0xFFFFFFFF, (k1 + 0xBB67AE85) & 0xFFFFFFFF
@@ -51,7 +51,8 @@ def test_blocked_rounds_equal_the_oracle_across_block_edges():
     assert words.shape == (rows, cols, 4) and words.dtype == np.uint32
     flat_edges = [e + d for e in range(0, rows * cols, rp._BLOCK) for d in (-1, 0, 1)]
     picks = {(f // cols, f % cols) for f in flat_edges if 0 <= f < rows * cols}
-    picks |= {(int(r), int(c)) for r, c in zip(rng.integers(0, rows, 20), rng.integers(0, cols, 20))}
+    random_cells = zip(rng.integers(0, rows, 20), rng.integers(0, cols, 20), strict=True)
+    picks |= {(int(r), int(c)) for r, c in random_cells}
     for r, c in sorted(picks):
         s, o = int(seeds[r, 0]) & (2**64 - 1), int(offsets[r, 0])
         counter = (int(index[0, c]) & 0xFFFFFFFF, (rp.STREAM_GUMBEL << 24) | 7, o & 0xFFFFFFFF, o >> 32)

@@ -93,7 +93,9 @@ def test_kernel_mutants_leave_no_state_behind(mutant_run):
     from specsample.reference.philox import gumbel_exponentials
 
     seeds, offsets = rng.integers(0, 1 << 62, 64), rng.integers(0, 1 << 40, 64)
-    _, ids = fast_sample(torch.from_numpy(p[:, 0]), seeds=torch.from_numpy(seeds), offsets=torch.from_numpy(offsets))
+    _, ids = fast_sample(
+        torch.from_numpy(p[:, 0]), seeds=torch.from_numpy(seeds), offsets=torch.from_numpy(offsets)
+    )
     _, ref_ids = fast_sample_reference(p[:, 0], seeds, offsets)
     clear = race_margin(p[:, 0], gumbel_exponentials(seeds, offsets, 9)) > 1e-5  # not a float32 near-tie
     assert clear.sum() > 32 and np.array_equal(ids.numpy()[clear], ref_ids[clear])
