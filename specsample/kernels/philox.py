@@ -4,13 +4,13 @@ key = (seed_lo, seed_hi); counter = (index, (stream << 24) | position, offset_lo
 The reference module's docstring defines the stream ids and the word -> float conversions.
 """
 
-import os
-
 import triton
 import triton.language as tl
 
-# PTX only where it is compiled: TRITON_INTERPRET is read once, as the interpreter itself does
-_INTERPRETED: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"))
+from specsample.kernels._launch import interpreting
+
+# PTX only where it is compiled (the interpreter runs no PTX), as logits.py's _HW_LOG
+_INTERPRETED: tl.constexpr = tl.constexpr(interpreting())
 # one round's widening multiply: $0 = high, $1 = low 32 bits of $2 * the Philox round constant
 _MUL_A_PTX: tl.constexpr = tl.constexpr("{ .reg .b64 t; mul.wide.u32 t, $2, 0xD2511F53; "
                                         "mov.b64 {$1, $0}, t; }")  # fmt: skip
