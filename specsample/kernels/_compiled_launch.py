@@ -46,8 +46,7 @@ except ImportError:  # older Triton: no knobs module, no launch hooks to honour
 _RUN_SIGNATURE_KNOWN = triton.__version__.startswith("3.6.")
 _Tensor = torch.Tensor
 _MAX_ENTRIES = 4096  # distinct (kernel, shape, alignment) keys kept; cleared wholesale beyond this
-_CACHE: dict[tuple, tuple] = {}
-_KEYED: dict[tuple, tuple] = {}  # launch_keyed's cache: (kernel, device, caller's key) -> compiled
+_CACHE: dict[tuple, tuple] = {}  # (kernel, device, key) -> (compiled kernel, trailing parameters)
 _path = os.environ.get("SPECSAMPLE_TRITON_LAUNCH", "direct")
 if _path not in ("direct", "jit"):
     raise ValueError(f"SPECSAMPLE_TRITON_LAUNCH must be 'direct' or 'jit', got {_path!r}")
@@ -74,11 +73,10 @@ def use_launch_path(path: str):
 def clear_launch_cache() -> None:
     """Forget every cached compiled kernel (the next call of each shape takes Triton's path)."""
     _CACHE.clear()
-    _KEYED.clear()
 
 
 def launch_cache_size() -> int:
-    return len(_CACHE) + len(_KEYED)
+    return len(_CACHE)
 
 
 def _hooks_installed() -> bool:
@@ -107,34 +105,14 @@ def launch(kernel, grid: tuple, *args, **meta) -> None:
     if _path == "jit" or interpreting() or _hooks_installed():
         kernel[grid](*args, **meta)
         return
-    device = torch.cuda.current_device()
     # per argument: ints (most of them) as they are, tensors by dtype and 16-byte alignment, anything
     # else (None, floats, bools) by value; written inline: this runs on every call
     key = (
-        kernel,
-        device,
         tuple([a if a.__class__ is int else (a.dtype, a.data_ptr() & 15 == 0) if isinstance(a, _Tensor) else a
                for a in args]),
         tuple(meta.items()),
     )  # fmt: skip
-    hit = _CACHE.get(key)
-    if hit is None:
-        compiled = kernel[grid](*args, **meta)
-        if _launchable(compiled):
-            if len(_CACHE) >= _MAX_ENTRIES:
-                _CACHE.clear()
-            _CACHE[key] = (compiled, _trailing_params(kernel, len(args), meta))
-        return
-    compiled, trailing = hit
-    if not _RUN_SIGNATURE_KNOWN:
-        compiled[grid](*args, *trailing)
-        return
-    g1 = grid[1] if len(grid) > 1 else 1
-    g2 = grid[2] if len(grid) > 2 else 1
-    stream = torch._C._cuda_getCurrentRawStream(device)
-    # launch metadata and the enter/exit hooks are None: no hook is installed (checked above)
-    compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
-                 *args, *trailing)  # fmt: skip
+    _launch_cached(kernel, grid, key, args, meta)
 
 
 def launch_keyed(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> None:
@@ -151,15 +129,21 @@ def launch_keyed(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> No
     if _path == "jit" or interpreting() or _hooks_installed():
         kernel[grid](*args, **meta)
         return
+    _launch_cached(kernel, grid, ("keyed", key), args, meta)  # tagged: never equal to launch()'s keys
+
+
+def _launch_cached(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> None:
+    """Launch through the compiled kernel cached under (kernel, current device, key); a miss goes
+    through Triton's `kernel[grid]` and caches the compiled kernel it returns."""
     device = torch.cuda.current_device()
     full_key = (kernel, device, key)
-    hit = _KEYED.get(full_key)
+    hit = _CACHE.get(full_key)
     if hit is None:
         compiled = kernel[grid](*args, **meta)
         if _launchable(compiled):
-            if len(_KEYED) >= _MAX_ENTRIES:
-                _KEYED.clear()
-            _KEYED[full_key] = (compiled, _trailing_params(kernel, len(args), meta))
+            if len(_CACHE) >= _MAX_ENTRIES:
+                _CACHE.clear()
+            _CACHE[full_key] = (compiled, _trailing_params(kernel, len(args), meta))
         return
     compiled, trailing = hit
     if not _RUN_SIGNATURE_KNOWN:
@@ -168,5 +152,6 @@ def launch_keyed(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> No
     g1 = grid[1] if len(grid) > 1 else 1
     g2 = grid[2] if len(grid) > 2 else 1
     stream = torch._C._cuda_getCurrentRawStream(device)
+    # launch metadata and the enter/exit hooks are None: no hook is installed (checked by the callers)
     compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
                  *args, *trailing)  # fmt: skip

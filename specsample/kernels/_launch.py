@@ -15,6 +15,11 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+# Streaming multiprocessors of the H200, the GPU every default tiling was measured on; the launchers
+# size their vocabulary splits (programs per SM) with it
+H200_SMS = 132
+
+
 def cdiv(a: int, b: int) -> int:
     """ceil(a / b) for host integers (plain Python: triton.cdiv is a constexpr-function wrapper in
     triton >= 3.7 and costs microseconds per call on the launch path)."""

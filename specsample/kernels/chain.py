@@ -43,13 +43,12 @@ from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import launch_keyed
-from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult
 
-_GPU_SMS = 132  # H200; only used to size the vocabulary split
-_GPU_PROGRAMS_FOR_LOOP = 8 * _GPU_SMS  # chunks in the grid from which programs loop over 4
+_GPU_PROGRAMS_FOR_LOOP = 8 * H200_SMS  # chunks in the grid from which programs loop over 4
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
 _INTERP_TILE_ELEMENTS = 1 << 20
 

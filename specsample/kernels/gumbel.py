@@ -41,7 +41,7 @@ from triton.language.extra.cuda import libdevice
 
 from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._compiled_launch import launch, launch_keyed
-from specsample.kernels._launch import cdiv, check_device, interpreting, next_pow2
+from specsample.kernels._launch import H200_SMS, cdiv, check_device, interpreting, next_pow2
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_GUMBEL, philox_words
 
@@ -115,28 +115,13 @@ def _race_tile_words(
 
 
 @triton.jit
-def _race_tile(
-    row_base,
-    stride_v,
-    V,
-    row_ok,
-    seed,
-    offset,
-    tile_start,
-    GROUPS: tl.constexpr,
-    UNIT_STRIDE_V: tl.constexpr,
-    FAST_LOG2: tl.constexpr,
-    NOISE_SCALE: tl.constexpr,
-):
-    """`_race_tile_words` with the words turned into NOISE_SCALE * E_j: four pairs (p_j, scaled E_j)."""
-    p0, p1, p2, p3, w0, w1, w2, w3 = _race_tile_words(
-        row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V
-    )
-    e0 = _exponential_noise(w0, FAST_LOG2, NOISE_SCALE)
-    e1 = _exponential_noise(w1, FAST_LOG2, NOISE_SCALE)
-    e2 = _exponential_noise(w2, FAST_LOG2, NOISE_SCALE)
-    e3 = _exponential_noise(w3, FAST_LOG2, NOISE_SCALE)
-    return p0, p1, p2, p3, e0, e1, e2, e3
+def _noise4(w0, w1, w2, w3, FAST_LOG2: tl.constexpr, SCALE: tl.constexpr):
+    """SCALE * E for each of a group's four Philox words (_exponential_noise)."""
+    e0 = _exponential_noise(w0, FAST_LOG2, SCALE)
+    e1 = _exponential_noise(w1, FAST_LOG2, SCALE)
+    e2 = _exponential_noise(w2, FAST_LOG2, SCALE)
+    e3 = _exponential_noise(w3, FAST_LOG2, SCALE)
+    return e0, e1, e2, e3
 
 
 @triton.jit
@@ -151,10 +136,7 @@ def _race_step(best_p, best_e, best_index, p, e, index):
 @triton.jit
 def _race_steps(best_p, best_e, best_index, p0, p1, p2, p3, w0, w1, w2, w3, index, FAST_LOG2: tl.constexpr):
     """The running per-lane best (p, 2^-6 E, id) after tokens index + [0, 4) of each lane."""
-    e0 = _exponential_noise(w0, FAST_LOG2, 0.015625)
-    e1 = _exponential_noise(w1, FAST_LOG2, 0.015625)
-    e2 = _exponential_noise(w2, FAST_LOG2, 0.015625)
-    e3 = _exponential_noise(w3, FAST_LOG2, 0.015625)
+    e0, e1, e2, e3 = _noise4(w0, w1, w2, w3, FAST_LOG2, 0.015625)
     best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p0, e0, index)
     best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p1, e1, index + 1)
     best_p, best_e, best_index = _race_step(best_p, best_e, best_index, p2, e2, index + 2)
@@ -306,9 +288,10 @@ def _race_chunk_kernel(
         tl.store(part_index_ptr + slot_base, pick, mask=row_ok)
     else:
         tile_start = chunk.to(tl.int32) * BLOCK_V
-        p0, p1, p2, p3, e0, e1, e2, e3 = _race_tile(
-            row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V, FAST_LOG2, 1.0
+        p0, p1, p2, p3, w0, w1, w2, w3 = _race_tile_words(
+            row_base, stride_v, V, row_ok, seed, offset, tile_start, GROUPS, UNIT_STRIDE_V
         )
+        e0, e1, e2, e3 = _noise4(w0, w1, w2, w3, FAST_LOG2, 1.0)
         # back to token order: join appends a minor axis, so join(join(a0, a2), join(a1, a3))
         # reshaped row-major lists a0, a1, a2, a3 of each group in turn
         score = tl.join(
@@ -390,10 +373,9 @@ class RaceTiling(NamedTuple):
     screen: bool = False
 
 
-_SMS = 132  # H200 streaming multiprocessors (the tilings below were measured there)
-# a one-warp tiling needs at least this many tiles per row to keep 32 programs on every SM busy
+# a one-warp tiling needs at least this many 256-token tiles in the batch to keep 32 programs on every SM busy
 # for >= 4 tiles each (below it, the wide tiling's larger split wins: run 28, B = 1)
-_NARROW_MIN_TILES = 4 * 32 * _SMS
+_NARROW_MIN_TILES = 4 * 32 * H200_SMS
 
 
 @functools.lru_cache(maxsize=512)  # a pure function of its arguments, on every eager call's path
@@ -409,7 +391,7 @@ def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
     if interpreting() or num_samples > 1 or num_rows * cdiv(vocab, 256) < _NARROW_MIN_TILES:
         return wide_race_tiling(num_rows, vocab, num_samples)
     tiles_total = cdiv(vocab, 256)
-    chunks = max(1, min(tiles_total, cdiv(32 * _SMS, num_rows)))
+    chunks = max(1, min(tiles_total, cdiv(32 * H200_SMS, num_rows)))
     tiles = cdiv(tiles_total, chunks)
     return RaceTiling(1, 256, tiles, 1, screen=tiles > 1)
 
@@ -434,13 +416,13 @@ def wide_race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTil
         return RaceTiling(block_rows, block_v, tiles, 4)
     if num_samples > 1:  # one tile per chunk, top-n per tile: not re-tuned in run 15
         block_v = 2048
-        while block_v > 512 and num_rows * cdiv(vocab, block_v) < 4 * _SMS:
+        while block_v > 512 and num_rows * cdiv(vocab, block_v) < 4 * H200_SMS:
             block_v //= 2
         return RaceTiling(1, min(block_v, max(512, next_pow2(vocab))), 1, 4)
     block_v = min(1024, max(512, next_pow2(vocab)))
     warps = 8 if block_v >= 1024 else 4  # >= 4 tokens (one Philox block) per thread
     tiles_total = cdiv(vocab, block_v)
-    chunks = max(1, min(tiles_total, cdiv(10 * _SMS, max(num_rows, 1))))
+    chunks = max(1, min(tiles_total, cdiv(10 * H200_SMS, max(num_rows, 1))))
     return RaceTiling(1, block_v, cdiv(tiles_total, chunks), warps)
 
 

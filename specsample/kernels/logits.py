@@ -54,7 +54,7 @@ from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import launch
-from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import (
     STREAM_LOGITS_RESIDUAL,
@@ -554,7 +554,7 @@ def _logits_race_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-_RACE_PROGRAMS = 4 * 132  # race-pass programs wanted at least (4 per H200 SM)
+_RACE_PROGRAMS = 4 * H200_SMS  # race-pass programs wanted at least (4 per SM)
 
 
 def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
