@@ -9,7 +9,10 @@ checkout's. Each case is timed as `run_h200.py` times it (benchmarks/timing.py: 
 the L2 flush, and CUDA-graph replays over rotated input copies), plus the host time per call
 (host_us: median of 5 rounds of 200 back-to-back calls, enqueue only) and, once per process, the
 device time of do_bench's L2 flush (flush_us: a 256 MB zero_, event-timed median of 20): do_bench
-measures device time only while host_us + the flush's own launch stays below flush_us. One JSON
+measures device time only while host_us + the flush's own launch stays below flush_us. Two
+do_bench-shaped loops isolate what the flush leaves in L2: zero_flush_us flushes with do_bench's
+zero_ (L2 ends full of dirty lines, whose write-back our reads then pay for) and read_flush_us with
+a read of the same 256 MB (L2 ends clean); both are event-timed medians of 100 calls. One JSON
 line per case is appended to --out. Alternate base / new calls in one device session (base, new,
 base, new) and compare medians: that is the same-run ratio benchmarks/NOTES.md asks for.
 """
@@ -70,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                        median_us=records[0].median_us if records else None,
                        graph_us=records[0].graph_us if records else None,
                        host_us=_host_us(session, case, PROVIDERS[OURS]), flush_us=flush_us,
+                       **_flushed_us(session, case, PROVIDERS[OURS]),
                        skips=[s.reason for s in skips], seconds=round(time.time() - t0, 1))  # fmt: skip
             out.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)
@@ -95,6 +99,34 @@ def _host_us(session, case, provider, calls: int = 200, rounds: int = 5) -> floa
         per_call.append((time.perf_counter() - t0) / calls * 1e6)
         torch.cuda.synchronize()
     return statistics.median(per_call)
+
+
+def _flushed_us(session, case, provider, calls: int = 100) -> dict:
+    """Event-timed medians of one call after a 256 MB flush, as do_bench times it, with do_bench's
+    zero_ flush and with a read flush (a sum over the same buffer)."""
+    import statistics
+
+    import torch
+
+    from benchmarks.inputs import make_inputs
+
+    fn = provider.build(case, make_inputs(case, session.device))
+    cache = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    flushes = dict(zero_flush_us=cache.zero_, read_flush_us=lambda: cache.sum())
+    out = {}
+    for name, flush in flushes.items():
+        fn()
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        for start, end in zip(starts, ends, strict=True):
+            flush()
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        out[name] = statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True))
+    return out
 
 
 def _flush_us(repeats: int = 20) -> float:

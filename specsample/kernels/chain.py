@@ -44,6 +44,7 @@ from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import launch_keyed
 from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult
@@ -113,11 +114,11 @@ def _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask, sp_b, sp_k,
     int64; `cols` may be int32 (the launcher checks that V * sp_v fits), so the per-element
     address arithmetic stays 32-bit."""
     p_row = p_ptr + (rows * sp_b + a * sp_k)
-    p32 = _clean32(tl.load(p_row[:, None] + cols * sp_v, mask=mask, other=0.0))
+    p32 = _clean32(load_once(p_row[:, None] + cols * sp_v, mask, 0.0))
     p_j = p32.to(tl.float64)
     if HAS_DRAFT_PROBS:
         q_row = q_ptr + (rows * sq_b + tl.minimum(a, K - 1) * sq_k)  # read on rejected rows: a < n <= K
-        q32 = _clean32(tl.load(q_row[:, None] + cols * sq_v, mask=mask & rejected[:, None], other=0.0))
+        q32 = _clean32(load_once(q_row[:, None] + cols * sq_v, mask & rejected[:, None], 0.0))
         # max(0, p - q) with the comparison in float32 (exact) and the difference in float64 (exact)
         r = tl.where(p32 > q32, p_j - q32.to(tl.float64), 0.0)
     else:

@@ -42,6 +42,7 @@ from triton.language.extra.cuda import libdevice
 from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._compiled_launch import launch, launch_keyed
 from specsample.kernels._launch import H200_SMS, cdiv, check_device, interpreting, next_pow2
+from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_GUMBEL, philox_words
 
@@ -105,7 +106,7 @@ def _race_tile_words(
         where = cols
     else:
         where = cols.to(tl.int64) * stride_v
-    p = tl.load(row_base[:, :, None] + where, mask=mask, other=0.0).to(tl.float32)
+    p = load_once(row_base[:, :, None] + where, mask, 0.0).to(tl.float32)
     # [R, G, 4] -> [R, G, 2, 2]; split takes the minor axis: token 4g + 2i + k -> (i, k)
     p_even, p_odd = tl.split(tl.reshape(p, (p.shape[0], GROUPS, 2, 2)))
     p0, p2 = tl.split(p_even)
@@ -688,7 +689,7 @@ def _logits_chunk_kernel(
             where = cols
         else:
             where = cols.to(tl.int64) * stride_v
-        l = tl.load(row_base[:, :, None] + where, mask=mask, other=float("-inf")).to(tl.float32)
+        l = load_once(row_base[:, :, None] + where, mask, float("-inf")).to(tl.float32)
         valid = (l > float("-inf")) & (l < float("inf"))
         l = tl.where(valid, l, float("-inf"))
         # softmax statistics of the tile, merged into the running (max, sum)
@@ -829,7 +830,7 @@ def _softmax_write_kernel(
     for t in range(0, tiles_per_chunk):
         cols = ((chunk * tiles_per_chunk + t) * BLOCK_V + tl.arange(0, BLOCK_V)).to(tl.int64)[None, :]
         mask = row_ok[:, None] & (cols < V)
-        l = tl.load(logits_ptr + rows[:, None] * stride_b + cols * stride_v, mask=mask, other=float("-inf"))
+        l = load_once(logits_ptr + rows[:, None] * stride_b + cols * stride_v, mask, float("-inf"))
         l = l.to(tl.float32)
         valid = (l > float("-inf")) & (l < float("inf"))
         soft = tl.where(valid, _pow2_scaled(l - safe_max, scale) * inv_sum, 0.0)

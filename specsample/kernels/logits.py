@@ -55,6 +55,7 @@ from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import launch
 from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import (
     STREAM_LOGITS_RESIDUAL,
@@ -252,8 +253,8 @@ def _stats_block(
     for tile in range(TILES):
         cols = first_col + tile * BLOCK_V + lane
         in_v = cols < V
-        l = _clean_logits(tl.load(t_row[:, None] + cols * st_v,
-                                  mask=need[:, None] & in_v, other=float("-inf")))  # fmt: skip
+        l = _clean_logits(load_once(t_row[:, None] + cols * st_v,
+                                    need[:, None] & in_v, float("-inf")))  # fmt: skip
         tile_max = tl.max(l, axis=1)
         if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
             tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
@@ -265,8 +266,8 @@ def _stats_block(
         )
         t_max = new_max
         if HAS_DRAFT_LOGITS:
-            dl = _clean_logits(tl.load(d_row[:, None] + cols * sd_v,
-                                       mask=need_d[:, None] & in_v, other=float("-inf")))  # fmt: skip
+            dl = _clean_logits(load_once(d_row[:, None] + cols * sd_v,
+                                         need_d[:, None] & in_v, float("-inf")))  # fmt: skip
             new_dmax = tl.maximum(d_max, tl.max(dl, axis=1))
             dshift = tl.where(new_dmax == _NEG_INF, 0.0, new_dmax)
             d_sum = d_sum * tl.exp2((d_max - dshift) * scale) + tl.sum(
@@ -334,8 +335,8 @@ def _race_tile_update(best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr
     score_p = lp - log_e
     if HAS_DRAFT_LOGITS:
         d_row = req * sd_b + tl.minimum(j, K - 1) * sd_k
-        dl = _clean_logits(tl.load(d_ptr + d_row[:, None] + cols * sd_v,
-                                   mask=live & use_q[:, None], other=float("-inf")))  # fmt: skip
+        dl = _clean_logits(load_once(d_ptr + d_row[:, None] + cols * sd_v,
+                                     live & use_q[:, None], float("-inf")))  # fmt: skip
         lq = _log_prob(dl, m_dj[:, None], log_sd_j[:, None], inv_t[:, None])
         gap = tl.where(lp > lq, lq - lp, -1.0)
         log_r = tl.where(lp > lq, lp + _log1mexp(gap, FAST_LOG), _NEG_INF)
@@ -452,8 +453,8 @@ def _race_block(
             first = (chunk * TILES + tile) * BLOCK_V
             cols = first + lane
             live = sampled[:, None] & (cols < V)
-            l = _clean_logits(tl.load(t_ptr + (req * st_b + j * st_k)[:, None] + cols * st_v, mask=live,
-                                      other=float("-inf")))  # fmt: skip
+            l = _clean_logits(load_once(t_ptr + (req * st_b + j * st_k)[:, None] + cols * st_v, live,
+                                        float("-inf")))  # fmt: skip
             lp = _log_prob(l, m_j[:, None], log_s_j[:, None], inv_t[:, None])
             words = _race_words(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V)
             if SCREEN:
