@@ -63,7 +63,8 @@ def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles:
     elif kernel_name == "race":
         fn, ptr_types, divisible = _race_chunk_kernel, RACE_PTR_TYPES, ("stride_b", "V")
         const = dict(BLOCK_ROWS=1, BLOCK_V=block_v, NUM_SAMPLES=1, UNIT_STRIDE_V=True, FAST_LOG2=True,
-                     FUSED_MERGE=True, BLOCK_PARTS=32, WRITE_SCORE=False, stride_v=1)  # fmt: skip
+                     FUSED_MERGE=True, BLOCK_PARTS=32, WRITE_SCORE=False, stride_v=1, SCREEN=False,
+                     GROUPED=False, SLOTS=1, PICK_IN_CHUNK=False, MERGE_GROUP_LANES=0)  # fmt: skip
     else:  # logits-stats / logits-race: classic drafts, K = 4, fp32 logits
         fn = _logits_stats_kernel if kernel_name == "logits-stats" else _logits_race_kernel
         ptr_types = {p: LOGITS_PTR_TYPES.get(p, "*fp32") for p in inspect.signature(fn.fn).parameters

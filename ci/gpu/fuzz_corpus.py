@@ -21,7 +21,7 @@ import os
 import torch
 
 import specsample as ss
-from specsample.kernels.gumbel import _NARROW_MIN_TILES
+from specsample.kernels._launch import H200_SMS
 
 BAD_IDS = {"-1": -1, "V": None, "2^31-1": 2**31 - 1, "-2^31": -(2**31)}
 KINDS = ["ok", "nan_row", "zero_row", "inf_entry", "negative_entries", "mass_in_last_lane"]
@@ -129,14 +129,15 @@ def run_case(c, device, gen):
         out[f"fast_sample_n{ns}"] = si.tolist()
         if ns == 1:
             first = si
-    # the same 4 rows and keys repeated until the batch takes fast_sample's one-warp screened tiling
-    # on a GPU (>= _NARROW_MIN_TILES tiles of 256 tokens): every copy must return the B = 4 ids
-    reps = -(-_NARROW_MIN_TILES // (B * -(-V // 256)))
+    # the same 4 rows and keys repeated until the batch has >= 4 x 132 tiles of 1024 tokens, where the
+    # grouped race draws its token in the merge on a GPU instead of in every chunk (B = 4 here):
+    # every copy must return the B = 4 ids
+    reps = -(-4 * H200_SMS // (B * -(-V // 1024)))
     _, si = ss.fast_sample(p[:, 0].repeat(reps, 1), seeds=seeds.repeat(reps), offsets=offsets.repeat(reps))
-    _check_ids("fast_sample_screened", si, V)
+    _check_ids("fast_sample_large_batch", si, V)
     if not torch.equal(si.view(reps, B, 1), first.expand(reps, B, 1)):
-        raise AssertionError("fast_sample_screened: a repeated row's id differs from the B = 4 call's")
-    out["fast_sample_screened"] = si[:B].tolist()
+        raise AssertionError("fast_sample_large_batch: a repeated row's id differs from the B = 4 call's")
+    out["fast_sample_large_batch"] = si[:B].tolist()
     temps = torch.tensor([0.0, 0.5, 1.0, 3.0], device=device)
     row_logits = torch.log(p[:, 0].float())
     probs_out = torch.empty(B, V, device=device)

@@ -5,14 +5,24 @@ The race. With E_v ~ Exp(1) i.i.d., `argmax_v p_v / E_v` is a draw from p / sum(
 without replacement in Plackett-Luce order. Nothing in it asserts on the data, so it can be
 captured in a CUDA graph and replayed.
 
-Noise. Token v of request b draws E_v from word (v % 4) of the Philox4x32-10 block
-philox(seed_b, offset_b, index = v // 4, STREAM_GUMBEL, position = 0) (numpy twin:
-`specsample.reference.philox.gumbel_exponentials`): one Philox call feeds four tokens, and a
-request's noise does not depend on the batch, the tile size or the number of programs.
+One sample: the grouped race (`specsample.reference.gumbel.grouped_race`, same law). The vocabulary
+is cut into groups of 256 tokens with masses P_g = sum of clean p; the race runs between groups,
+argmax_g P_g / E_g, and the winning group emits v with probability p_v / P_g by inverse CDF on a
+second uniform u_g. E_g and u_g come from words 0 and 1-2 of philox(seed_b, offset_b, index = g,
+STREAM_GUMBEL_GROUP): one Philox call per 256 tokens, so the pass over the row is a streaming sum.
+
+Top-n (n > 1) and sample_from_logits: the per-token race. Token v of request b draws E_v from word
+(v % 4) of philox(seed_b, offset_b, index = v // 4, STREAM_GUMBEL, position = 0) (numpy twin:
+`specsample.reference.philox.gumbel_exponentials`): one Philox call feeds four tokens. So
+fast_sample(n = 1) and column 0 of fast_sample(n = 2) are different draws (of the same law).
+
+Either way a request's noise does not depend on the batch, the tile size or the number of programs.
 
 Two phases in one launch, so the vocabulary is spread over many programs at any batch size:
   1. grid (row blocks, vocabulary chunks): each program streams its chunk once and writes the
-     chunk's best (score, index), or its top-n, to a small workspace;
+     chunk's best (score, index), or its top-n, to a small workspace (grouped race: the best
+     group's score and its group id, or, for small batches, the token it draws; a re-read of 256
+     tokens);
   2. the last program of each row block to finish (an arrival counter, kernels/_arrivals.py) merges
      the chunk candidates of its rows (tiny) and gathers p at the winner. No host synchronisation
      and no memset: the counters are persistent and every launch leaves them at zero. When the
@@ -23,10 +33,12 @@ Edge semantics (every reference in `specsample.reference.gumbel` mirrors them):
   - zero, negative, NaN and +-inf probabilities have no mass and never win, nor do lanes past V;
   - a row with no positive finite mass returns index -1 and sample_p 0 (for n > 1: slots beyond
     the number of positive-mass tokens are -1 / 0);
-  - ties in score go to the smallest token id;
+  - ties in score go to the smallest token id (grouped race: to the smaller group);
   - weights need not be normalised and may be as large as float32 allows; a positive weight so
     small that p * 2^-6 * E leaves float32's normal range (p below ~1e-26) may lose
-    the race to rounding (its probability is below float32 resolution anyway).
+    the race to rounding (its probability is below float32 resolution anyway); in the grouped race
+    the group masses are float32 sums of p * 2^-8 (a group whose mass is below ~1e-36 may lose to
+    rounding) and the draw inside the group is exact in float64.
 """
 
 from __future__ import annotations
@@ -44,9 +56,11 @@ from specsample.kernels._compiled_launch import launch, launch_keyed
 from specsample.kernels._launch import H200_SMS, cdiv, check_device, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import stream_buffer
-from specsample.kernels.philox import STREAM_GUMBEL, philox_words
+from specsample.kernels.philox import STREAM_GUMBEL, STREAM_GUMBEL_GROUP, philox_words, uniform52_from_words
 
 MAX_SAMPLES = 64  # largest num_samples (top-n extraction is unrolled n times)
+GROUP_TOKENS = 256  # tokens per noise group of the one-sample grouped race (reference.gumbel twin)
+_GROUP: tl.constexpr = tl.constexpr(GROUP_TOKENS)  # the same, for the kernels
 _PROB_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _SEED_HIGH = 2**62  # generator path: seeds and offsets drawn uniformly from [0, 2^62)
 
@@ -173,6 +187,62 @@ def _race_score(p, e):
 
 
 @triton.jit
+def _tile_group_masses(row_base, stride_v, V, row_ok, tile_start, NG: tl.constexpr, GW: tl.constexpr,
+                       UNIT_STRIDE_V: tl.constexpr):  # fmt: skip
+    """[R, NG] masses 2^-8 sum(clean p) of the tile's NG groups of GW tokens from tile_start (lanes
+    >= V: no mass). The 2^-8 keeps a sum of 256 float32 values below FLT_MAX."""
+    cols = tile_start + tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]  # [NG, GW] int32
+    mask = row_ok[:, None, None] & (cols < V)[None, :, :]
+    if UNIT_STRIDE_V:
+        where = cols
+    else:
+        where = cols.to(tl.int64) * stride_v
+    p = load_once(row_base[:, :, None] + where[None, :, :], mask, 0.0).to(tl.float32)
+    p = tl.where((p > 0.0) & (p <= 3.4028234663852886e38), p * 0.00390625, 0.0)
+    return tl.sum(p, axis=2)
+
+
+@triton.jit
+def _put_group_masses(mass, slot, sums, first_slot, NG: tl.constexpr):
+    """mass [R, S] with the tile's group masses sums [R, NG] written at slots first_slot + [0, NG)
+    (NG in 1, 2, 4: a tensor cannot be indexed, so its columns are split off)."""
+    if NG == 1:
+        mass = tl.where(slot == first_slot, sums, mass)
+    elif NG == 2:
+        m0, m1 = tl.split(sums)
+        mass = tl.where(slot == first_slot, m0[:, None], mass)
+        mass = tl.where(slot == first_slot + 1, m1[:, None], mass)
+    else:
+        # [R, 4] -> [R, 2, 2]: split takes the minor axis, group 2i + k -> (i, k)
+        even, odd = tl.split(tl.reshape(sums, (sums.shape[0], 2, 2)))
+        m0, m2 = tl.split(even)
+        m1, m3 = tl.split(odd)
+        mass = tl.where(slot == first_slot, m0[:, None], mass)
+        mass = tl.where(slot == first_slot + 1, m1[:, None], mass)
+        mass = tl.where(slot == first_slot + 2, m2[:, None], mass)
+        mass = tl.where(slot == first_slot + 3, m3[:, None], mass)
+    return mass
+
+
+@triton.jit
+def _pick_in_group(probs_ptr, rows, ok, group, u, stride_b, stride_v, V, LANES: tl.constexpr):
+    """[R] token of the grouped race in `group` (where ok): the first v of the group with
+    C_v > u C_last and p_v > 0, C the float64 inclusive cumulative sum of clean p and u [R] the
+    group's 52-bit uniform; the last token with mass if rounding leaves none. LANES: 256, or a power
+    of two >= V when V < 256."""
+    lane = tl.arange(0, LANES)[None, :]
+    cols = group[:, None] * _GROUP + lane
+    mask = ok[:, None] & (cols < V)
+    p = tl.load(probs_ptr + rows[:, None] * stride_b + cols * stride_v, mask=mask, other=0.0).to(tl.float32)
+    p = tl.where((p > 0.0) & (p <= 3.4028234663852886e38), p, 0.0).to(tl.float64)
+    cdf = tl.cumsum(p, axis=1)
+    target = u * tl.max(cdf, axis=1)
+    first = tl.min(tl.where((cdf > target[:, None]) & (p > 0.0), lane, LANES), axis=1)
+    last = tl.max(tl.where(p > 0.0, lane, -1), axis=1)
+    return group * _GROUP + tl.where(first < LANES, first, last)
+
+
+@triton.jit
 def _row_seeds(seeds_ptr, offsets_ptr, rows, row_ok, seed_stride, offset_stride):
     seed = tl.load(seeds_ptr + rows * seed_stride, mask=row_ok, other=0)
     offset = tl.load(offsets_ptr + rows * offset_stride, mask=row_ok, other=0)
@@ -234,8 +304,19 @@ def _race_chunk_kernel(
     BLOCK_PARTS: tl.constexpr,
     WRITE_SCORE: tl.constexpr,
     SCREEN: tl.constexpr,
+    GROUPED: tl.constexpr = False,
+    SLOTS: tl.constexpr = 1,
+    PICK_IN_CHUNK: tl.constexpr = False,
+    MERGE_GROUP_LANES: tl.constexpr = 0,
 ):
-    # score_v = p_v / E_v over tokens with 0 < p_v < inf (others never win). n = 1: per lane, a
+    # GROUPED (one sample; the contract of reference.gumbel.grouped_race): the race is between groups
+    # of 256 tokens, score P_g / E_g with P_g = sum of the group's clean p. Each tile adds its groups'
+    # masses (a streaming sum, no noise) to a [R, SLOTS] vector; once per chunk, one Philox block per
+    # group gives E_g (word 0) and u_g (words 1, 2), and the chunk's best group g draws its token by
+    # inverse CDF (_pick_in_group: a re-read of 256 tokens). PICK_IN_CHUNK: each chunk draws the
+    # token in its best group and the merge is the per-token race's (the shortest tail: small
+    # batches); otherwise the chunk stores its best group and the merge draws in the winning one.
+    # Otherwise: score_v = p_v / E_v over tokens with 0 < p_v < inf (others never win). n = 1: per lane, a
     # running best (p, c E, id) over the chunk's tiles compared by cross-multiplication, with the
     # noise pre-scaled by c = 2^-6 so p c E < FLT_MAX for every float32 p (E < 23); at the end one
     # log2(p / E) per lane (no overflow) and one reduction. SCREEN: E_v >= t_v (its uniform), so a
@@ -256,7 +337,34 @@ def _race_chunk_kernel(
     slot_base = rows * num_parts + chunk * NUM_SAMPLES
     token = tl.arange(0, GROUPS)[None, :] * 4  # [1, G]: token id - tile_start of word 0
 
-    if NUM_SAMPLES == 1:
+    if GROUPED:
+        GW: tl.constexpr = _GROUP if BLOCK_V >= _GROUP else BLOCK_V  # BLOCK_V < 256: V <= BLOCK_V
+        NG: tl.constexpr = BLOCK_V // GW
+        slot = tl.arange(0, SLOTS)[None, :]
+        mass = tl.zeros((BLOCK_ROWS, SLOTS), tl.float32)
+        first_tile = chunk.to(tl.int32) * tiles_per_chunk
+        for t in range(0, tiles_per_chunk):
+            sums = _tile_group_masses(row_base, stride_v, V, row_ok, (first_tile + t) * BLOCK_V, NG, GW,
+                                      UNIT_STRIDE_V)  # fmt: skip
+            mass = _put_group_masses(mass, slot, sums, t * NG, NG)
+        group = (first_tile * BLOCK_V + slot * GW) // _GROUP + (rows * 0).to(tl.int32)[:, None]
+        w0, w1, w2, _ = philox_words(seed, offset, group, STREAM_GUMBEL_GROUP, seed * 0)
+        e = _exponential_noise(w0, FAST_LOG2, 1.0)
+        found = mass > 0.0
+        score = tl.where(found, tl.log2(tl.where(found, mass, 1.0)) - tl.log2(e), float("-inf"))
+        top = tl.max(score, axis=1)
+        best = tl.min(tl.where(score == top[:, None], group, NO_INDEX), axis=1)
+        any_mass = top > float("-inf")
+        if PICK_IN_CHUNK:
+            u = tl.sum(tl.where(group == best[:, None], uniform52_from_words(w1, w2), 0.0), axis=1)
+            group_best = tl.where(any_mass, best, 0).to(tl.int64)
+            best = _pick_in_group(
+                probs_ptr, rows, row_ok & any_mass, group_best, u, stride_b, stride_v, V, GW
+            )
+            best = best.to(tl.int32)
+        tl.store(part_score_ptr + slot_base, top + 8.0, mask=row_ok)  # the masses were scaled by 2^-8
+        tl.store(part_index_ptr + slot_base, tl.where(any_mass, best, NO_INDEX).to(tl.int32), mask=row_ok)
+    elif NUM_SAMPLES == 1:
         best_p = tl.zeros((BLOCK_ROWS, GROUPS), tl.float32)
         best_e = tl.full((BLOCK_ROWS, GROUPS), 1.0, tl.float32)
         best_index = tl.zeros((BLOCK_ROWS, GROUPS), tl.int32)
@@ -307,18 +415,22 @@ def _race_chunk_kernel(
     if FUSED_MERGE:
         arrived = tl.atomic_add(arrivals_ptr + row_block, 1, sem="acq_rel")
         if arrived == tl.num_programs(1) - 1:
+            seed_r, offset_r = tl.reshape(seed, (BLOCK_ROWS,)), tl.reshape(offset, (BLOCK_ROWS,))
             _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_index_ptr,
-                        score_ptr, rows, row_ok, stride_b, stride_v, num_parts,
-                        BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE)  # fmt: skip
+                        score_ptr, rows, row_ok, stride_b, stride_v, num_parts, seed_r, offset_r, V,
+                        BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE, MERGE_GROUP_LANES)  # fmt: skip
             tl.atomic_xchg(arrivals_ptr + row_block, 0)  # ready for the next call / graph replay
 
 
 @triton.jit
 def _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_index_ptr, score_ptr,
-                rows, row_ok, stride_b, stride_v, num_parts,
-                BLOCK_PARTS: tl.constexpr, NUM_SAMPLES: tl.constexpr, WRITE_SCORE: tl.constexpr):  # fmt: skip
+                rows, row_ok, stride_b, stride_v, num_parts, seed, offset, V,
+                BLOCK_PARTS: tl.constexpr, NUM_SAMPLES: tl.constexpr, WRITE_SCORE: tl.constexpr,
+                GROUP_LANES: tl.constexpr):  # fmt: skip
     """Global top-n of `rows` = top-n of the union of their chunks' top-n (parts); gathers p at the
-    winners. A winner is valid iff its score > -inf; ties go to the smallest id."""
+    winners. A winner is valid iff its score > -inf; ties go to the smallest id. GROUP_LANES > 0:
+    the parts hold the grouped race's best group per chunk, and the winner is the token
+    _pick_in_group draws in the best group (u_g from the row's seed [R] and offset [R])."""
     part = tl.arange(0, BLOCK_PARTS)
     mask = row_ok[:, None] & (part < num_parts)[None, :]
     where = rows[:, None] * num_parts + part[None, :]
@@ -329,6 +441,13 @@ def _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_
         top = tl.max(score, axis=1)
         pick = tl.min(tl.where(score == top[:, None], index, NO_INDEX), axis=1)
         found = top > float("-inf")
+        if GROUP_LANES > 0:
+            group = tl.where(found, pick, 0).to(tl.int64)
+            _, w1, w2, _ = philox_words(seed, offset, group, STREAM_GUMBEL_GROUP, seed * 0)
+            u = uniform52_from_words(w1, w2)
+            pick = _pick_in_group(
+                probs_ptr, rows, row_ok & found, group, u, stride_b, stride_v, V, GROUP_LANES
+            )
         token = tl.where(found, pick, -1).to(tl.int64)
         p = tl.load(probs_ptr + rows * stride_b + token * stride_v, mask=row_ok & found, other=0.0)
         tl.store(sample_index_ptr + rows * NUM_SAMPLES + j, token, mask=row_ok)
@@ -346,20 +465,29 @@ def _race_merge_kernel(
     sample_p_ptr,  # [B, NUM_SAMPLES] probs dtype, contiguous
     sample_index_ptr,  # [B, NUM_SAMPLES] int64, contiguous
     score_ptr,  # [B, NUM_SAMPLES] fp32 winning scores p / E (WRITE_SCORE only; for tests)
+    seeds_ptr,  # [B] int64 (stride seed_stride; read when GROUP_LANES > 0)
+    offsets_ptr,  # [B] int64 (stride offset_stride)
     B,
+    V,
     stride_b,
     stride_v,
+    seed_stride,
+    offset_stride,
     num_parts,
     BLOCK_ROWS: tl.constexpr,
     BLOCK_PARTS: tl.constexpr,
     NUM_SAMPLES: tl.constexpr,
     WRITE_SCORE: tl.constexpr,
+    GROUP_LANES: tl.constexpr,
 ):
     # Phase 2 of the two-launch race (fused_merge=False): _merge_rows over a block of rows.
     rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    row_ok = rows < B
+    seed, offset = _row_seeds(seeds_ptr, offsets_ptr, rows, row_ok, seed_stride, offset_stride)
+    seed, offset = tl.reshape(seed, (BLOCK_ROWS,)), tl.reshape(offset, (BLOCK_ROWS,))
     _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_index_ptr, score_ptr,
-                rows, rows < B, stride_b, stride_v, num_parts,
-                BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE)  # fmt: skip
+                rows, row_ok, stride_b, stride_v, num_parts, seed, offset, V,
+                BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE, GROUP_LANES)  # fmt: skip
 
 
 class RaceTiling(NamedTuple):
@@ -372,6 +500,8 @@ class RaceTiling(NamedTuple):
     tiles_per_chunk: int
     num_warps: int
     screen: bool = False
+    grouped: bool = False  # one sample: the grouped race (block_v a power of two <= 1024)
+    pick_in_chunk: bool = False  # grouped: every chunk draws the token in its best group (not the merge)
 
 
 # a one-warp tiling needs at least this many 256-token tiles in the batch to keep 32 programs on every SM busy
@@ -381,9 +511,41 @@ _NARROW_MIN_TILES = 4 * 32 * H200_SMS
 
 @functools.lru_cache(maxsize=512)  # a pure function of its arguments, on every eager call's path
 def race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
-    """fast_sample's default tiling. GPU, one sample, enough work (num_rows x V / 256 >= 4 x 32 x
-    132): one warp per program over 256-token tiles (two Philox blocks per thread), chunks sized for
-    32 programs per SM (one wave: an SM holds at most 32 blocks), screened. H200 run 28
+    """fast_sample's default tiling: the grouped race for one sample (`grouped_race_tiling`), the
+    per-token race's `wide_race_tiling` for top-n."""
+    if num_samples > 1:
+        return wide_race_tiling(num_rows, vocab, num_samples)
+    return grouped_race_tiling(num_rows, vocab)
+
+
+# grouped race, GPU: one-warp programs over 1024-token tiles (four groups, 32 tokens per thread: the
+# group sums reduce within the warp, no barrier), at most this many programs per SM (an SM holds at
+# most 32 blocks)
+_GROUPED_PROGRAMS_PER_SM = 32
+
+
+@functools.lru_cache(maxsize=512)
+def grouped_race_tiling(num_rows: int, vocab: int) -> RaceTiling:
+    """The grouped race's tiling (GROUPED in _race_chunk_kernel). Interpreter: `wide_race_tiling`'s
+    (hundreds of rows per program, one chunk per row)."""
+    if interpreting():
+        return wide_race_tiling(num_rows, vocab, 1)._replace(grouped=True)
+    block_v = min(1024, max(4, next_pow2(vocab)))
+    tiles_total = cdiv(vocab, block_v)
+    # at most 256 chunks per row: the one-warp merge then stays in the chunk kernel (fuse_merge)
+    chunks = max(1, min(tiles_total, cdiv(_GROUPED_PROGRAMS_PER_SM * H200_SMS, max(num_rows, 1)), 256))
+    # fewer than 4 tiles per SM: latency-bound, every chunk draws its token so the merge's tail is short
+    pick_in_chunk = num_rows * tiles_total < 4 * H200_SMS
+    return RaceTiling(1, block_v, cdiv(tiles_total, chunks), 1, grouped=True, pick_in_chunk=pick_in_chunk)
+
+
+@functools.lru_cache(maxsize=512)
+def token_race_tiling(num_rows: int, vocab: int, num_samples: int = 1) -> RaceTiling:
+    """The per-token one-sample race's tiling (fast_sample's default before the grouped race; kept
+    for the H200 comparison in ci/gpu/gumbel_gpu.py). GPU, one sample, enough work
+    (num_rows x V / 256 >= 4 x 32 x 132): one warp per program over 256-token tiles (two Philox
+    blocks per thread), chunks sized for 32 programs per SM (one wave: an SM holds at most 32
+    blocks), screened. H200 run 28
     (`GUMBEL_GPU_SWEEP=1 ci/gpu/gumbel_gpu.py`, CUDA-graph device time, same run): 23.9 / 59.0 µs at
     (64, 151936) / (256, 128256), against 26.9 / 63.8 µs for the previous default (`wide_race_tiling`
     unscreened; 1.13x / 1.08x). Screening pays only without cross-warp barriers: the 8-warp tiling
@@ -470,8 +632,10 @@ def fast_sample(probs, num_samples=1, *, generator=None, seeds=None, offsets=Non
 
     probs        [B, V] float32/bfloat16/float16, any strides; need not be normalised. Entries
                  that are zero, negative, NaN or +-inf have no mass.
-    num_samples  n in [1, 64]: n = 1 is one draw from p / sum(p); n > 1 is a draw without
-                 replacement in Plackett-Luce order (the law of torch.multinomial(replacement=False)).
+    num_samples  n in [1, 64]: n = 1 is one draw from p / sum(p) (the grouped race); n > 1 is a draw
+                 without replacement in Plackett-Luce order (the law of
+                 torch.multinomial(replacement=False); the per-token race, so its first column is
+                 not the n = 1 draw of the same seeds).
     seeds, offsets  int64 tensors [B] (or [1], broadcast): row b's noise is the Philox stream
                  keyed by (seeds[b], offsets[b]), see the module docstring: deterministic,
                  batch-invariant, CUDA-graph safe (advance `offsets` in place between steps).
@@ -531,6 +695,15 @@ def _fast_sample(
     tiling = tiling or race_tiling(batch, vocab, num_samples)
     if num_samples > 1 and tiling.tiles_per_chunk != 1:
         raise ValueError(f"num_samples > 1 needs one tile per chunk, got {tiling.tiles_per_chunk}")
+    grouped = tiling.grouped and num_samples == 1
+    if grouped and tiling.block_v not in (256, 512, 1024) and tiling.block_v < vocab:
+        raise ValueError(
+            f"the grouped race needs tiles of 1, 2 or 4 whole groups, got block_v = {tiling.block_v}"
+        )
+    # grouped: the chunk's group masses, a power of two >= its groups (tiles x groups per tile)
+    slots = next_pow2(tiling.tiles_per_chunk * max(1, tiling.block_v // GROUP_TOKENS)) if grouped else 1
+    # grouped, token drawn in the merge: lanes of its scan of the winning group (V <= block_v < 256: block_v)
+    merge_group_lanes = min(GROUP_TOKENS, tiling.block_v) if grouped and not tiling.pick_in_chunk else 0
     num_chunks = cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
     num_parts = num_chunks * num_samples
     # [B, num_parts] scratch (kernels/_stream_buffers.py), indexed explicitly by the kernels
@@ -566,6 +739,10 @@ def _fast_sample(
             BLOCK_PARTS=block_parts,
             WRITE_SCORE=with_score,
             SCREEN=tiling.screen and num_samples == 1,
+            GROUPED=grouped,
+            SLOTS=slots,
+            PICK_IN_CHUNK=grouped and tiling.pick_in_chunk,
+            MERGE_GROUP_LANES=merge_group_lanes,
             num_warps=tiling.num_warps,
         ),
     )  # fmt: skip
@@ -581,14 +758,20 @@ def _fast_sample(
         sample_p,
         sample_index,
         score if with_score else sample_p,
+        seeds,
+        offsets,
         batch,
+        vocab,
         probs.stride(0),
         probs.stride(1),
+        seed_stride,
+        offset_stride,
         num_parts,
         BLOCK_ROWS=merge_rows,
         BLOCK_PARTS=block_parts,
         NUM_SAMPLES=num_samples,
         WRITE_SCORE=with_score,
+        GROUP_LANES=merge_group_lanes,
         num_warps=4,
     )
     return sample_p, sample_index, score

@@ -20,6 +20,7 @@ STREAM_CHAIN_UNIFORM: tl.constexpr = tl.constexpr(1)
 STREAM_GUMBEL: tl.constexpr = tl.constexpr(2)
 STREAM_LOGITS_UNIFORM: tl.constexpr = tl.constexpr(3)
 STREAM_LOGITS_RESIDUAL: tl.constexpr = tl.constexpr(4)
+STREAM_GUMBEL_GROUP: tl.constexpr = tl.constexpr(5)
 # 2^-25: a uniform u on the 2^-24 grid is used at its cell's midpoint u + 2^-25 by every decision
 # (acceptance tests, inverse CDF; docs/semantics.md). Twin: reference.chain.UNIFORM_HALF_STEP.
 UNIFORM_HALF_STEP: tl.constexpr = tl.constexpr(2.0**-25)
@@ -84,6 +85,13 @@ def philox_rounds(c0, c1, c2, c3, k0, k1):
 def uniform_from_word(word):
     """(word >> 8) * 2^-24 in float32: exact, in [0, 1)."""
     return (word >> 8).to(tl.float32) * 5.9604644775390625e-08
+
+
+@triton.jit
+def uniform52_from_words(high, low):
+    """(high * 2^20 + (low >> 12)) * 2^-52 in float64: 52 random bits, exact, in [0, 1 - 2^-52]."""
+    bits = (high.to(tl.uint64) << 20) | (low >> 12).to(tl.uint64)
+    return bits.to(tl.float64) * 2.220446049250313e-16
 
 
 @triton.jit

@@ -9,13 +9,33 @@ returns what the kernel returns, under the same edge semantics:
     are -1; ties go to the smallest token id.
 `race_margin` / `logits_margin` give the gap between the best and the next score, which the
 coupling tests use to tell a genuine mismatch from a float32 near-tie.
+
+fast_sample with one sample runs the grouped race (`grouped_race`): the vocabulary is cut into
+groups of GROUP_TOKENS = 256 consecutive tokens with masses P_g = sum of the group's clean p; the
+race is run between groups, argmax_g P_g / E_g with one Exp(1) E_g per group, and the winning group
+g emits its token v with probability p_v / P_g by inverse CDF on a second, independent uniform u_g.
+P(v) = P(g wins) p_v / P_g = (P_g / P)(p_v / P_g) = p_v / P: the law of one draw, with one Philox
+call per 256 tokens instead of one per 4. Noise: E_g from word 0 and u_g from words 1 and 2 (52
+bits) of philox(seed, offset, index = g, STREAM_GUMBEL_GROUP, position = 0). Ties go to the smaller
+group; within the group the token is the first v with C_v > u_g C_last (C the inclusive float64
+cumulative sum of the group's clean p), never one without mass. Top-n (n > 1) keeps the per-token
+race, so fast_sample(n = 1) and column 0 of fast_sample(n = 2) are different draws of the same law.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from specsample.reference.philox import STREAM_GUMBEL, gumbel_exponentials
+from specsample.reference.philox import (
+    STREAM_GUMBEL,
+    STREAM_GUMBEL_GROUP,
+    exponential_from_word,
+    gumbel_exponentials,
+    philox_words,
+    uniform52_from_words,
+)
+
+GROUP_TOKENS = 256  # tokens per noise group of the one-sample race (kernels.gumbel twin)
 
 
 def clean_probs(probs) -> np.ndarray:
@@ -70,14 +90,74 @@ def race_margin(probs, exponentials, num_samples: int = 1) -> np.ndarray:
     return gap.min(axis=1)
 
 
+def group_noise(seeds, offsets, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """([B, NG] Exp(1) E_g, [B, NG] uniforms u_g) of the grouped race, NG = ceil(V / 256)."""
+    seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)[:, None]
+    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)[:, None]
+    groups = np.arange(-(-vocab_size // GROUP_TOKENS), dtype=np.int64)[None, :]
+    w0, w1, w2, _ = philox_words(seeds, offsets, groups, STREAM_GUMBEL_GROUP)
+    return exponential_from_word(w0), uniform52_from_words(w1, w2)
+
+
+def _grouped(probs) -> tuple[np.ndarray, np.ndarray]:
+    """(clean p padded to whole groups [B, NG, 256], group masses P [B, NG]), float64."""
+    p = np.atleast_2d(clean_probs(probs))
+    rows, vocab = p.shape
+    groups = -(-vocab // GROUP_TOKENS)
+    padded = np.zeros((rows, groups * GROUP_TOKENS))
+    padded[:, :vocab] = p
+    blocks = padded.reshape(rows, groups, GROUP_TOKENS)
+    return blocks, blocks.sum(axis=2)
+
+
+def grouped_race(probs, exponentials, uniforms) -> np.ndarray:
+    """[B] int64 ids of the grouped race (module docstring) given its noise (`group_noise`): -1 for
+    a row without mass."""
+    blocks, mass = _grouped(probs)
+    rows = np.arange(blocks.shape[0])
+    score = np.where(mass > 0, mass / np.asarray(exponentials, dtype=np.float64), 0.0)
+    group = np.argmax(score, axis=1)  # the first maximum: ties go to the smaller group
+    found = score[rows, group] > 0
+    block = blocks[rows, group]  # [B, 256]
+    cdf = np.cumsum(block, axis=1)
+    target = np.asarray(uniforms, dtype=np.float64)[rows, group] * cdf[:, -1]
+    hit = (cdf > target[:, None]) & (block > 0)
+    last_with_mass = GROUP_TOKENS - 1 - np.argmax(block[:, ::-1] > 0, axis=1)
+    token = np.where(hit.any(axis=1), np.argmax(hit, axis=1), last_with_mass)
+    return np.where(found, group * GROUP_TOKENS + token, -1).astype(np.int64)
+
+
+def grouped_margin(probs, exponentials, uniforms) -> tuple[np.ndarray, np.ndarray]:
+    """([B] relative gap between the best and second group score, [B] distance from u_g C_last to
+    the nearest C_v of the winning group relative to C_last; inf where undefined): a float32 kernel
+    may differ from `grouped_race` only where the first is within float32 error or the second
+    within float64 summation error."""
+    blocks, mass = _grouped(probs)
+    rows = np.arange(blocks.shape[0])
+    score = np.where(mass > 0, mass / np.asarray(exponentials, dtype=np.float64), 0.0)
+    top = -np.sort(-score, axis=1)[:, :2]
+    if top.shape[1] < 2:
+        top = np.concatenate([top, np.zeros_like(top)], axis=1)
+    gap = np.where(top[:, 0] > 0, (top[:, 0] - top[:, 1]) / np.where(top[:, 0] > 0, top[:, 0], 1), np.inf)
+    group = np.argmax(score, axis=1)
+    cdf = np.cumsum(blocks[rows, group], axis=1)
+    total = cdf[:, -1]
+    target = np.asarray(uniforms, dtype=np.float64)[rows, group] * total
+    near = np.abs(cdf - target[:, None]).min(axis=1)
+    cdf_gap = np.where(total > 0, near / np.where(total > 0, total, 1), np.inf)
+    return gap, cdf_gap
+
+
 def fast_sample_reference(probs, seeds, offsets, num_samples: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """What `fast_sample(probs, n, seeds=seeds, offsets=offsets)` returns: (sample_p [B, n] float64,
-    the input values at the ids, 0 where -1; sample_index [B, n] int64)."""
+    the input values at the ids, 0 where -1; sample_index [B, n] int64). n = 1: the grouped race;
+    n > 1: the top-n of the per-token race."""
     p = np.atleast_2d(np.asarray(probs, dtype=np.float64))
-    e = gumbel_exponentials(
-        _per_row(seeds, p.shape[0]), _per_row(offsets, p.shape[0]), p.shape[1], STREAM_GUMBEL
-    )
-    ids, _ = race_top_n(p, e, num_samples)
+    seeds, offsets = _per_row(seeds, p.shape[0]), _per_row(offsets, p.shape[0])
+    if num_samples == 1:
+        ids = grouped_race(p, *group_noise(seeds, offsets, p.shape[1]))[:, None]
+    else:
+        ids, _ = race_top_n(p, gumbel_exponentials(seeds, offsets, p.shape[1], STREAM_GUMBEL), num_samples)
     sample_p = np.where(ids >= 0, np.take_along_axis(p, np.maximum(ids, 0), axis=1), 0.0)
     return sample_p, ids
 

@@ -29,6 +29,7 @@ STREAM_CHAIN_UNIFORM = 1  # chain rejection: index = column i in [0, K]; word 0 
 STREAM_GUMBEL = 2  # fast_sample / sample_from_logits: index = token // 4, word = token % 4
 STREAM_LOGITS_UNIFORM = 3  # rejection_sample_logits acceptance uniforms: index = column
 STREAM_LOGITS_RESIDUAL = 4  # rejection_sample_logits residual race: index = token // 4
+STREAM_GUMBEL_GROUP = 5  # fast_sample, one sample: index = token group (256 tokens); words 0, 1, 2
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
@@ -115,6 +116,13 @@ def exponential_from_word(word) -> np.ndarray:
     """
     t = (np.asarray(word, dtype=np.uint32).astype(np.float64) + 0.5) * 2.0**-32
     return -np.log1p(-t)
+
+
+def uniform52_from_words(high, low) -> np.ndarray:
+    """u = (high * 2^20 + (low >> 12)) * 2^-52: 52 random bits, exact in float64, in [0, 1 - 2^-52]."""
+    high = np.asarray(high, dtype=np.uint32).astype(np.float64)
+    low = (np.asarray(low, dtype=np.uint32) >> np.uint32(12)).astype(np.float64)
+    return (high * 2.0**20 + low) * 2.0**-52
 
 
 def chain_uniforms(seeds, offsets, num_columns: int, stream: int = STREAM_CHAIN_UNIFORM) -> np.ndarray:

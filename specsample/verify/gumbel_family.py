@@ -1,7 +1,9 @@
 """Certificates for Gumbel-max (`fast_sample`) samplers.
 
 Laws: coupling_seeded (indices equal verify's float64 race on the same Philox noise, except rows whose
-two best scores are within float tolerance), gof (designed chi-square of one draw against p),
+two best scores are within float tolerance; samplers with noise="grouped" against the grouped race,
+`reference.gumbel.grouped_race`, which also excuses draws within 1e-12 of a CDF boundary), gof
+(designed chi-square of one draw against p),
 plackett_luce (ordered pairs of a top-2 draw against the exact Plackett-Luce law), zero_mass
 (deterministic: rows with mass only in the last tile at V = BLOCK - 1, BLOCK, BLOCK + 1, 2 BLOCK + 1 never
 emit a zero-mass or out-of-range id; an all-zero row returns -1).
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specsample.reference.gumbel import group_noise, grouped_margin, grouped_race
 from specsample.reference.laws import plackett_luce_law
 from specsample.reference.parallel import map_rows
 from specsample.reference.philox import STREAM_GUMBEL, gumbel_exponentials
@@ -73,6 +76,19 @@ def _reference_and_ambiguity(probs, seeds, offsets, tol):
     return gumbel_sample(probs, seeds, offsets, 1, exponentials=e)[:, 0], _ambiguous(probs, e, tol)
 
 
+# grouped race: a kernel's float64 scan of a group and the reference's cumulative sum differ by
+# <= 256 x 2^-53 relative to the group's mass; a draw within 1e-12 of a CDF boundary may differ
+GROUPED_CDF_TOL = 1e-12
+
+
+def _grouped_reference_and_ambiguity(probs, seeds, offsets, tol):
+    """(float64 grouped-race winner, ambiguity flag) per row: the two best group scores within
+    relative `tol`, or the group's uniform within GROUPED_CDF_TOL of a CDF boundary."""
+    e, u = group_noise(seeds, offsets, probs.shape[-1])
+    gap, cdf_gap = grouped_margin(probs, e, u)
+    return grouped_race(probs, e, u), (gap <= tol) | (cdf_gap <= GROUPED_CDF_TOL)
+
+
 def certify_gumbel_coupling(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:
     seed = law_seed(name, "coupling_seeded", salt)
     rng = np.random.default_rng(seed)
@@ -86,12 +102,15 @@ def certify_gumbel_coupling(sampler: GumbelSampler, name, p, budget: Budget, sal
     P = np.broadcast_to(p, (rows, p.shape[0]))
     got = sampler(P, 1, seeds, offsets)[:, 0]
     tol = 1e-12 if sampler.inputs == "numpy" else 1e-5
-    ref, amb = map_rows(_reference_and_ambiguity, P, seeds, offsets, tol, rows=rows, elements=P.size)
+    grouped = sampler.noise == "grouped"
+    reference = _grouped_reference_and_ambiguity if grouped else _reference_and_ambiguity
+    ref, amb = map_rows(reference, P, seeds, offsets, tol, rows=rows, elements=P.size)
     mism = got != ref
     hard = mism & ~amb
     ucb = sb.tv_ucb_from_coupling(int(mism.sum()), rows, budget.coupling_delta)
     stmt = (
-        f"indices equal the float64 race on the same Philox noise: {int(mism.sum())} mismatches "
+        f"indices equal the float64 {'grouped race' if grouped else 'race'} on the same Philox noise: "
+        f"{int(mism.sum())} mismatches "
         f"in {rows} rows "
         f"({int(hard.sum())} outside float tolerance); TV <= {ucb:.3g} at 1-{budget.coupling_delta:g}"
     )

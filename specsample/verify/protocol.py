@@ -310,7 +310,10 @@ def chain_sampler_for(adapter: str, device: str = "auto") -> ChainSampler:
 
 @dataclass
 class GumbelSampler:
-    """fast_sample-style sampler: fn(probs [B, V], num_samples, seeds, offsets) -> indices [B, n]."""
+    """fast_sample-style sampler: fn(probs [B, V], num_samples, seeds, offsets) -> indices [B, n].
+    `noise` names the seeded noise contract its one-sample draws follow, which the coupling_seeded
+    certificate compares against: "token" (the per-token race, `reference.gumbel.race_top_n` on
+    STREAM_GUMBEL) or "grouped" (`reference.gumbel.grouped_race`, specsample's fast_sample)."""
 
     fn: Callable
     name: str
@@ -318,6 +321,7 @@ class GumbelSampler:
     device: str = "cpu"
     description: str = ""
     is_kernel: bool = False
+    noise: str = "token"
 
     def __call__(self, probs, num_samples: int, seeds, offsets, dtype: str = "float32") -> np.ndarray:
         if self.inputs == "numpy":
@@ -352,6 +356,24 @@ def reference_gumbel_sampler(bugs=frozenset(), name: str = "reference") -> Gumbe
     )
 
 
+def reference_grouped_gumbel_sampler(name: str = "reference-grouped") -> GumbelSampler:
+    """fast_sample's float64 reference: the grouped race for one sample, the per-token top-n race
+    otherwise (`reference.gumbel.fast_sample_reference`)."""
+    from specsample.reference.gumbel import fast_sample_reference
+
+    def fn(probs, num_samples, seeds, offsets):
+        return fast_sample_reference(probs, seeds, offsets, num_samples)[1]
+
+    return GumbelSampler(
+        fn,
+        name,
+        "numpy",
+        "cpu",
+        "float64 grouped race (one sample) on the kernel's Philox noise",
+        noise="grouped",
+    )
+
+
 def specsample_gumbel_sampler(
     device: str = "auto", module: str = "specsample.kernels.gumbel"
 ) -> GumbelSampler:
@@ -371,4 +393,5 @@ def specsample_gumbel_sampler(
         _torch_device(device),
         f"Triton kernel {module}.fast_sample",
         is_kernel=True,
+        noise="grouped",
     )

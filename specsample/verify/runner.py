@@ -21,6 +21,7 @@ from specsample.verify.cases import chain_cases
 from specsample.verify.protocol import (
     SamplerUnavailable,
     chain_sampler_for,
+    reference_grouped_gumbel_sampler,
     reference_gumbel_sampler,
     specsample_gumbel_sampler,
     target_sampler,
@@ -203,6 +204,7 @@ def plan_samplers(adapters, target: str | None, device: str):
             missing.append((adapter, str(exc)))
         if adapter == "reference":
             plan.append(("gumbel", reference_gumbel_sampler()))
+            plan.append(("gumbel", reference_grouped_gumbel_sampler()))
             plan.append(("logits", L.mutable_logits_sampler(name="reference")))
         if adapter == "specsample":
             for fam, build in (

@@ -23,6 +23,10 @@ from specsample.reference import philox as rp
 from specsample.stats import current_test_seed, tv_ucb_from_coupling
 
 REL_TOL = 1e-5  # relative score gap below which a mismatch is a float32 near-tie (module docstring)
+# grouped race (fast_sample, one sample): the kernel's float64 scan and the reference's sequential
+# cumulative sum of <= 256 values differ by <= 256 x 2^-53 relative to C_last (~3e-14); 1e-12 is a
+# 30x margin. A mismatch closer than that to a CDF boundary is explained, any other is a bug.
+CDF_TOL = 1e-12
 DELTA = 1e-6  # confidence of the TV certificates
 TV_MAX = 2e-3  # asserted TV(kernel, reference) upper bound; 0 mismatches in n rows give ~13.8 / n
 
@@ -43,10 +47,14 @@ def _seeds(rng, batch):
     )
 
 
-def _certify(got, ref, margin, label):
-    """Mismatched rows must all be near-ties; returns the coupling certificate."""
+def _certify(got, ref, margin, label, cdf_margin=None):
+    """Mismatched rows must all be near-ties (a score gap <= REL_TOL, or for the grouped race a
+    distance <= CDF_TOL between u C_last and a C_v of the winning group); returns the coupling
+    certificate."""
     differ = np.any(got != ref, axis=1) if got.ndim == 2 else got != ref
     near_tie = margin <= REL_TOL
+    if cdf_margin is not None:
+        near_tie = near_tie | (cdf_margin <= CDF_TOL)
     bad = np.flatnonzero(differ & ~near_tie)
     assert bad.size == 0, (
         f"{label}: {bad.size} rows differ from the reference with a score gap > {REL_TOL} "
@@ -58,20 +66,25 @@ def _certify(got, ref, margin, label):
 
 
 @pytest.mark.parametrize(
-    "dtype, num_samples, layout",
+    "dtype, num_samples, layout, vocab",
     [
-        (torch.float32, 1, "contiguous"),
-        (torch.float32, 3, "contiguous"),
-        (torch.bfloat16, 1, "contiguous"),
-        (torch.float16, 2, "transposed"),
-        (torch.float32, 1, "transposed"),
+        (torch.float32, 1, "contiguous", 97),
+        (torch.float32, 1, "contiguous", 1000),
+        (torch.float32, 3, "contiguous", 97),
+        (torch.bfloat16, 1, "contiguous", 97),
+        (torch.bfloat16, 1, "contiguous", 777),
+        (torch.float16, 2, "transposed", 97),
+        (torch.float32, 1, "transposed", 97),
+        (torch.float32, 1, "transposed", 513),
     ],
 )
-def test_fast_sample_matches_reference(device, dtype, num_samples, layout):
-    """n = 10000 rows, V = 97: kernel ids == reference ids except at float32 near-ties (gap <=
-    1e-5); certifies TV(kernel, reference) <= 2e-3 at confidence 1 - 1e-6 (0 mismatches: 1.4e-3)."""
+def test_fast_sample_matches_reference(device, dtype, num_samples, layout, vocab):
+    """n = 10000 rows, V = 97 (one group of the grouped race) and 513-1000 (3-4 groups, the last
+    partial): kernel ids == reference ids except at float32 near-ties (gap <= 1e-5) or, n = 1, within
+    1e-12 of a CDF boundary of the winning group; certifies TV(kernel, reference) <= 2e-3 at
+    confidence 1 - 1e-6 (0 mismatches: 1.4e-3)."""
     rng = np.random.default_rng(current_test_seed())
-    batch, vocab = 10000, 97
+    batch = 10000
     p = torch.from_numpy(_rows(rng, batch, vocab)).to(dtype)
     if layout == "transposed":
         p = p.t().contiguous().t()  # stride (1, B)
@@ -80,27 +93,40 @@ def test_fast_sample_matches_reference(device, dtype, num_samples, layout):
     sample_p, ids = kg.fast_sample(p, num_samples, seeds=seeds.to(device), offsets=offsets.to(device))
     p64 = p.float().cpu().numpy().astype(np.float64)
     ref_p, ref_ids = rg.fast_sample_reference(p64, seeds.numpy(), offsets.numpy(), num_samples)
-    noise = rp.gumbel_exponentials(seeds.numpy(), offsets.numpy(), vocab)
-    margin = rg.race_margin(p64, noise, num_samples)
+    if num_samples == 1:
+        margin, cdf_margin = rg.grouped_margin(p64, *rg.group_noise(seeds.numpy(), offsets.numpy(), vocab))
+    else:
+        margin = rg.race_margin(
+            p64, rp.gumbel_exponentials(seeds.numpy(), offsets.numpy(), vocab), num_samples
+        )
+        cdf_margin = None
     got = ids.cpu().numpy()
-    _certify(got, ref_ids, margin, f"fast_sample {dtype} n={num_samples} {layout}")
+    _certify(got, ref_ids, margin, f"fast_sample {dtype} n={num_samples} {layout} V={vocab}", cdf_margin)
     same = np.all(got == ref_ids, axis=1)
     got_p = sample_p.float().cpu().numpy()
     assert np.array_equal(got_p[same], ref_p[same].astype(np.float32)), "sample_p is not p at the index"
     assert sample_p.dtype == dtype and ids.dtype == torch.int64
 
 
-@pytest.mark.parametrize("block_v, tiles_per_chunk, block_rows", [(16, 1, 512), (16, 3, 512), (32, 2, 4096)])
-def test_fast_sample_tiling_does_not_change_tokens(device, block_v, tiles_per_chunk, block_rows):
-    """Chunk-invariance: tokens are a function of (probs, seed, offset) only. Many chunks, several
-    tiles per chunk and partial row blocks give exactly the default launch's tokens (same float32
-    scores, so not even near-ties may differ): 1000 rows, V = 101."""
+@pytest.mark.parametrize(
+    "block_v, tiles_per_chunk, block_rows, warps, pick",
+    [(256, 1, 512, 1, False), (256, 3, 512, 1, True), (512, 2, 1024, 2, False), (1024, 1, 256, 4, True),
+     (1024, 2, 512, 1, False), (1024, 2, 512, 1, True)],
+)  # fmt: skip
+def test_fast_sample_tiling_does_not_change_tokens(device, block_v, tiles_per_chunk, block_rows, warps, pick):
+    """Chunk-invariance of the grouped race: tokens are a function of (probs, seed, offset) only.
+    One to four groups per tile, several tiles per chunk, partial row blocks and the token drawn
+    in each chunk (pick) or in the merge give exactly the default launch's tokens (the same float32
+    group masses, summed per group, so not even near-ties may differ): 1000 rows, V = 2001 (8
+    groups, the last one partial)."""
     rng = np.random.default_rng(current_test_seed())
-    batch, vocab = 1000, 101
+    batch, vocab = 1000, 2001
     p = torch.from_numpy(_rows(rng, batch, vocab)).float().to(device)
     seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
     _, base, _ = kg._fast_sample(p, 1, None, seeds, offsets)
-    tiling = kg.RaceTiling(block_rows if interpreting() else 1, block_v, tiles_per_chunk, 1)
+    tiling = kg.RaceTiling(
+        block_rows if interpreting() else 1, block_v, tiles_per_chunk, warps, grouped=True, pick_in_chunk=pick
+    )
     _, tiled, _ = kg._fast_sample(p, 1, None, seeds, offsets, tiling=tiling)
     assert torch.equal(base, tiled)
     # batch invariance: a row's token does not depend on the other rows
@@ -109,19 +135,33 @@ def test_fast_sample_tiling_does_not_change_tokens(device, block_v, tiles_per_ch
     assert torch.equal(permuted, base[perm])
 
 
-@pytest.mark.parametrize("num_samples, tiles_per_chunk", [(1, 1), (1, 3), (3, 1)])
-def test_fused_merge_equals_two_launch_merge(device, num_samples, tiles_per_chunk):
+@pytest.mark.parametrize(
+    "num_samples, tiles_per_chunk, grouped, pick",
+    [(1, 1, False, False), (1, 3, False, False), (3, 1, False, False), (1, 1, True, False),
+     (1, 2, True, False), (1, 2, True, True)],
+)  # fmt: skip
+def test_fused_merge_equals_two_launch_merge(device, num_samples, tiles_per_chunk, grouped, pick):
     """The one-launch race (the last program of a row block merges the chunks' candidates) returns
     exactly what the two-launch race returns: same ids, sample_p and scores, on 300 rows x V = 101
-    split into 4-7 chunks and a partial last row block; and it leaves every arrival counter at zero
-    (a counter left non-zero would make the next call skip its merge)."""
+    split into 4-7 chunks (grouped race: V = 1101 in 2-5 chunks of 256-token tiles) and a partial last
+    row block; and it leaves every arrival counter at zero (a counter left non-zero would make the
+    next call skip its merge)."""
     from specsample.kernels._arrivals import arrival_counters
 
     rng = np.random.default_rng(current_test_seed())
-    batch, vocab = 300, 101
-    p = torch.from_numpy(_rows(rng, batch, vocab)).float().to(device)
+    batch, vocab = 300, 1101 if grouped else 101
+    p = _rows(rng, batch, vocab)
+    p[-1] = 0.0  # a row without mass, whatever the draw
+    p = torch.from_numpy(p).float().to(device)
     seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
-    tiling = kg.RaceTiling(128 if interpreting() else 1, 16, tiles_per_chunk, 1)
+    tiling = kg.RaceTiling(
+        128 if interpreting() else 1,
+        256 if grouped else 16,
+        tiles_per_chunk,
+        1,
+        grouped=grouped,
+        pick_in_chunk=pick,
+    )
     two = kg._fast_sample(
         p, num_samples, None, seeds, offsets, tiling=tiling, with_score=True, fused_merge=False
     )
@@ -147,25 +187,40 @@ def test_merge_launch_choice():
 
 
 def test_gpu_tiling_choice(monkeypatch):
-    """The GPU defaults (run 28): one-warp 256-token screened tiles at 32 programs per SM once a
-    batch has >= 4 x 32 x 132 tiles of work, each launch one wave with its merge fused; the wide
-    unscreened tiling for B = 1, for top-n and for sample_from_logits."""
+    """The GPU defaults. One sample: the grouped race, one-warp programs over 1024-token tiles (one
+    power of two >= V below that), at most 32 programs per SM and 256 chunks per row, one wave,
+    merge fused. Top-n: the wide per-token tiling. The per-token one-sample tiling kept for comparisons
+    (run 28): one-warp 256-token screened tiles at 32 programs per SM once a batch has >= 4 x 32 x 132
+    tiles of work; the wide unscreened tiling below that."""
     monkeypatch.setattr(kg, "interpreting", lambda: False)
-    kg.race_tiling.cache_clear()
-    kg.wide_race_tiling.cache_clear()
+    caches = (kg.race_tiling, kg.wide_race_tiling, kg.token_race_tiling, kg.grouped_race_tiling)
+    for cache in caches:
+        cache.cache_clear()
     try:
-        for batch, vocab in ((64, 151936), (256, 128256), (29, 151936), (4096, 32000)):
+        grouped_cases = ((1, 151936, 1024), (3, 151936, 1024), (4, 151936, 1024), (64, 151936, 1024),
+                         (256, 128256, 1024), (4096, 32000, 1024), (1, 200, 256), (1, 7, 8))  # fmt: skip
+        for batch, vocab, block_v in grouped_cases:
             t = kg.race_tiling(batch, vocab)
+            assert t.grouped and (t.block_v, t.num_warps, t.block_rows) == (block_v, 1, 1), (batch, vocab, t)
+            assert t.pick_in_chunk == (batch * triton.cdiv(vocab, t.block_v) < 4 * 132), (batch, vocab, t)
+            chunks = triton.cdiv(triton.cdiv(vocab, t.block_v), t.tiles_per_chunk)
+            assert batch * chunks <= 32 * 132 + batch, (batch, vocab, t)  # one wave (rounding: < 1 row)
+            assert kg.fuse_merge(1 << (chunks - 1).bit_length(), t.num_warps), (batch, vocab, t)
+        for batch, vocab in ((64, 151936), (256, 128256), (29, 151936), (4096, 32000)):
+            t = kg.token_race_tiling(batch, vocab)
             chunks = triton.cdiv(triton.cdiv(vocab, 256), t.tiles_per_chunk)
             assert (t.block_v, t.num_warps, t.screen) == (256, 1, True), (batch, vocab, t)
             assert batch * chunks <= 32 * 132 + batch, (batch, vocab, t)  # one wave (rounding: < 1 row)
             assert kg.fuse_merge(1 << (chunks - 1).bit_length(), t.num_warps), (batch, vocab, t)
-        for batch, vocab, n in ((1, 151936, 1), (16, 32000, 1), (64, 151936, 4)):
+        for batch, vocab in ((1, 151936), (16, 32000)):
+            assert kg.token_race_tiling(batch, vocab) == kg.wide_race_tiling(batch, vocab)
+            assert not kg.token_race_tiling(batch, vocab).screen
+        for batch, vocab, n in ((1, 151936, 4), (64, 151936, 4)):
             assert kg.race_tiling(batch, vocab, n) == kg.wide_race_tiling(batch, vocab, n)
-            assert not kg.race_tiling(batch, vocab, n).screen
+            assert not kg.race_tiling(batch, vocab, n).screen and not kg.race_tiling(batch, vocab, n).grouped
     finally:
-        kg.race_tiling.cache_clear()
-        kg.wide_race_tiling.cache_clear()
+        for cache in caches:
+            cache.cache_clear()
 
 
 @pytest.mark.parametrize("per_row_temperature", [False, True])
@@ -219,16 +274,20 @@ def test_sample_from_logits_matches_reference(device, per_row_temperature):
 
 
 def test_sample_from_logits_is_fast_sample_of_the_softmax(device):
-    """The two samplers share their noise: sample_from_logits(l, T) == fast_sample(softmax(l / T))
-    on the same seeds except at float32 near-ties (4000 rows, V = 64, T = 0.9; at most 0.5% of
-    rows may differ, and only where the reference's relative score gap is <= 1e-4)."""
+    """sample_from_logits shares the per-token race's noise (fast_sample's top-n race, also reachable
+    for one sample through token_race_tiling): sample_from_logits(l, T) == that race on
+    softmax(l / T) with the same seeds except at float32 near-ties (4000 rows, V = 64, T = 0.9; at
+    most 0.5% of rows may differ, and only where the reference's relative score gap is <= 1e-4)."""
     rng = np.random.default_rng(current_test_seed())
     batch, vocab = 4000, 64
     logits = rng.normal(0.0, 2.0, size=(batch, vocab)).astype(np.float32)
     seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
     tokens = kg.sample_from_logits(torch.from_numpy(logits).to(device), 0.9, seeds=seeds, offsets=offsets)
     probs = rg.softmax_with_temperature(logits, 0.9)
-    _, ids = kg.fast_sample(torch.from_numpy(probs).float().to(device), seeds=seeds, offsets=offsets)
+    tiling = kg.token_race_tiling(batch, vocab)
+    _, ids, _ = kg._fast_sample(
+        torch.from_numpy(probs).float().to(device), 1, None, seeds, offsets, tiling=tiling
+    )
     differ = (tokens != ids[:, 0]).cpu().numpy()
     noise = rp.gumbel_exponentials(seeds.cpu().numpy(), offsets.cpu().numpy(), vocab)
     margin = rg.race_margin(probs, noise)

@@ -22,6 +22,24 @@ def _keys(rng, batch, device):
     return seeds, torch.from_numpy(rng.integers(0, 2**62, size=batch, dtype=np.int64)).to(device)
 
 
+def _edge_rows(rng, batch: int, vocab: int, kinds: int, device):
+    """(probs [batch, vocab], a view of a buffer poisoned with 1e30 past V; p as numpy; kind = row % kinds).
+    Kind 0 rows hold mass only on the last token (the last, partial tile or group), kind 1 rows none at
+    all (zeros, NaN, -inf, +inf, negatives), the others positive values on a random half and that
+    junk elsewhere."""
+    buf = np.full((batch, vocab + 7), 1e30, dtype=np.float32)  # poison past V
+    p = rng.random((batch, vocab)).astype(np.float32)
+    junk = rng.choice(np.array([0.0, np.nan, -np.inf, np.inf, -0.5], dtype=np.float32), size=(batch, vocab))
+    p = np.where(rng.random((batch, vocab)) < 0.5, junk, p)
+    kind = np.arange(batch) % kinds
+    p[kind == 0] = 0.0
+    p[kind == 0, vocab - 1] = 0.25
+    p[kind == 1] = junk[kind == 1]
+    p[kind == 1, 0] = np.nan
+    buf[:, :vocab] = p
+    return torch.from_numpy(buf).to(device)[:, :vocab], p, kind
+
+
 @pytest.mark.parametrize("vocab", [BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 1])
 @pytest.mark.parametrize("tiles_per_chunk", [1, 2])
 def test_zero_mass_never_wins_at_tile_edges(device, vocab, tiles_per_chunk):
@@ -32,17 +50,7 @@ def test_zero_mass_never_wins_at_tile_edges(device, vocab, tiles_per_chunk):
     returned id has 0 < p < inf (or is -1 exactly for the no-mass rows)."""
     rng = np.random.default_rng(current_test_seed())
     batch = 2000
-    buf = np.full((batch, vocab + 7), 1e30, dtype=np.float32)  # poison past V
-    p = rng.random((batch, vocab)).astype(np.float32)
-    junk = rng.choice(np.array([0.0, np.nan, -np.inf, np.inf, -0.5], dtype=np.float32), size=(batch, vocab))
-    p = np.where(rng.random((batch, vocab)) < 0.5, junk, p)
-    kind = np.arange(batch) % 4
-    p[kind == 0] = 0.0
-    p[kind == 0, vocab - 1] = 0.25  # only mass in the last (tail) lane
-    p[kind == 1] = junk[kind == 1]  # no mass at all
-    p[kind == 1, 0] = np.nan
-    buf[:, :vocab] = p
-    probs = torch.from_numpy(buf).to(device)[:, :vocab]
+    probs, p, kind = _edge_rows(rng, batch, vocab, 4, device)
     seeds, offsets = _keys(rng, batch, device)
     for n in (1, 3):
         tiling = _tiling(1 if n > 1 else tiles_per_chunk)
@@ -62,6 +70,34 @@ def test_zero_mass_never_wins_at_tile_edges(device, vocab, tiles_per_chunk):
         assert np.all(ids[kind == 0, 0] == vocab - 1)
         assert np.all(sample_p.cpu().numpy()[ids < 0] == 0)
         assert np.all(ids[kind == 1] == -1)
+
+
+@pytest.mark.parametrize("vocab", [255, 256, 257, 513, 1025])
+@pytest.mark.parametrize("block_v, tiles_per_chunk, pick", [(256, 1, False), (256, 2, True), (1024, 1, False),
+                                                            (1024, 1, True)])  # fmt: skip
+def test_grouped_race_zero_mass_at_group_edges(device, vocab, block_v, tiles_per_chunk, pick):
+    """The one-sample grouped race at group and tile edges: V = 255, 256, 257, 513 and 1025 (groups
+    of 256, tiles of 1 or 4 groups, the token drawn in each chunk or in the merge). Rows: mass only
+    on the last token (the last, partial group); mass on a random half with zeros, NaN, -inf, +inf
+    and negatives elsewhere; no mass at all (-> -1, sample_p 0). The row buffer continues past V
+    with huge values, so a group sum or a draw reading past V would show. 1200 rows: every returned
+    id has 0 < p < inf, and exactly the rows without mass return -1."""
+    rng = np.random.default_rng(current_test_seed())
+    batch = 1200
+    probs, p, kind = _edge_rows(rng, batch, vocab, 3, device)
+    seeds, offsets = _keys(rng, batch, device)
+    tiling = kg.RaceTiling(512 if interpreting() else 1, block_v, tiles_per_chunk, 1, grouped=True,
+                           pick_in_chunk=pick)  # fmt: skip
+    sample_p, ids, _ = kg._fast_sample(probs, 1, None, seeds, offsets, tiling=tiling)
+    ids = ids.cpu().numpy()[:, 0]
+    has_mass = ((p > 0) & np.isfinite(p)).any(axis=1)
+    assert np.array_equal(ids >= 0, has_mass), "-1 exactly for the rows without mass"
+    assert ids.max() < vocab
+    picked = p[np.arange(batch), np.maximum(ids, 0)][has_mass]
+    assert np.all((picked > 0) & np.isfinite(picked)), f"a no-mass token was drawn at V={vocab}"
+    assert np.all(ids[kind == 0] == vocab - 1)
+    assert np.all(sample_p.cpu().numpy()[ids < 0] == 0)
+    assert np.array_equal(sample_p.cpu().numpy()[has_mass, 0], picked)
 
 
 @pytest.mark.parametrize("vocab", [BLOCK - 1, BLOCK + 1, 2 * BLOCK + 1])

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specsample.kernels import gumbel as kg
+from specsample.kernels._launch import interpreting
 from specsample.reference.gumbel import softmax_with_temperature
 from specsample.reference.laws import plackett_luce_law
 from specsample.stats import assert_gof, counts_from_tokens, current_test_seed, gof_design
@@ -102,13 +103,44 @@ def test_without_replacement_follows_plackett_luce(device, num_samples):
     )
 
 
+def _spread_over_groups() -> np.ndarray:
+    """V = 700 (groups [0, 256), [256, 512), [512, 700)): 9 tokens with mass in all three groups,
+    unnormalised (sum 1.031), every other token 0."""
+    p = np.zeros(700)
+    p[[3, 100, 200, 256, 300, 511, 512, 650, 699]] = [0.2, 1e-3, 0.05, 0.1, 0.02, 0.13, 0.25, 0.15, 0.13]
+    return p
+
+
 @pytest.mark.statistical
-def test_race_winner_is_exponential_and_independent_of_the_argmax(device):
-    """W = sum(p) / max_v(p_v / E_v) ~ Exp(1) independently of the argmax (unnormalised p, sum 3.1,
-    V = 9 with a zero): KS of W against Exp(1) at alpha/2 and a chi-square of (argmax, Exp-quantile
-    decile of W) against p / sum(p) x 1/10 at alpha/2 (stats.race_winner_checks); alpha = 1e-6,
-    n = 60000 (KS detects Kolmogorov distance ~0.016 w.p. 1 - 1e-6)."""
-    p = np.array([1.2, 0.6, 0.4, 0.3, 0.25, 0.15, 0.1, 0.1, 0.0])
+@pytest.mark.parametrize("pick_in_chunk", [False, True])
+def test_one_draw_follows_p_across_groups(device, pick_in_chunk):
+    """The grouped race between several groups (the Hypothesis rows above fit in one group of 256):
+    9 tokens with mass over 3 groups of V = 700, the token drawn in the merge and in each chunk
+    (256-token tiles, 2 per chunk, pick_in_chunk); designed chi-square, alpha = 1e-6, eps = 0.05 TV
+    detected w.p. 1 - 1e-6, n from the design; no zero-mass token appears (exact)."""
+    p = _spread_over_groups()
+    law = p / p.sum()
+    n = _designed_n(law, EPS_ONE_DRAW, 1e-6)
+    seed = current_test_seed()
+    probs = torch.from_numpy(p.astype(np.float32)).to(device)[None, :].expand(n, p.size)
+    seeds, offsets = _keys(seed, n, device)
+    rows = min(n, 1024) if interpreting() else 1
+    tiling = kg.RaceTiling(rows, 256, 2, 1, grouped=True, pick_in_chunk=pick_in_chunk)
+    ids = kg._fast_sample(probs, 1, None, seeds, offsets, tiling=tiling)[1].cpu().numpy()[:, 0]
+    assert np.all(p[ids] > 0)
+    assert_gof(counts_from_tokens(ids, p.size), law, eps=EPS_ONE_DRAW, alpha=1e-6, beta=BETA, seed=seed,
+               label=f"grouped race pick_in_chunk={pick_in_chunk}")  # fmt: skip
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("spread", [False, True])
+def test_race_winner_is_exponential_and_independent_of_the_argmax(device, spread):
+    """W = sum(p) / max(P_g / E_g) ~ Exp(1) independently of the emitted token (the grouped race's
+    winning score; unnormalised p: V = 9 with a zero, sum 3.1, one group; or 9 tokens over 3
+    groups of V = 700, sum 1.031): KS of W against Exp(1) at alpha/2 and a chi-square of (token,
+    Exp-quantile decile of W) against p / sum(p) x 1/10 at alpha/2 (stats.race_winner_checks);
+    alpha = 1e-6, n = 60000 (KS detects Kolmogorov distance ~0.016 w.p. 1 - 1e-6)."""
+    p = _spread_over_groups() if spread else np.array([1.2, 0.6, 0.4, 0.3, 0.25, 0.15, 0.1, 0.1, 0.0])
     seed = current_test_seed()
     ids, score = _draw(p, 60000, 1, seed, device, with_score=True)
     # the kernel's own float32 max p / E; with q = p / sum(p), max q / E = score / sum(p) and the
@@ -151,3 +183,19 @@ def test_generator_path_follows_p(device):
     _, ids = kg.fast_sample(probs, generator=gen)
     counts = counts_from_tokens(ids[:, 0].cpu().numpy(), p.size)
     assert_gof(counts, p, eps=0.05, alpha=1e-6, beta=BETA, seed=seed, label="generator path")
+
+
+@pytest.mark.statistical
+def test_grouped_race_with_weights_near_float_max(device):
+    """Two groups of 256 weights 3e38 each (V = 512; a float32 sum of a group's raw weights would
+    overflow, and two infinite group scores would hand every draw to group 0): the group of the
+    draw follows (1/2, 1/2), designed chi-square, alpha = 1e-6, eps = 0.05 TV detected
+    w.p. 1 - 1e-6, n from the design; every draw is a token in [0, 512)."""
+    p = np.full(512, 3e38)
+    law = np.array([0.5, 0.5])
+    n = _designed_n(law, 0.05, 1e-6)
+    seed = current_test_seed()
+    ids, _ = _draw(p, n, 1, seed, device)
+    assert ids.min() >= 0 and ids.max() < 512
+    counts = counts_from_tokens(ids[:, 0] // 256, 2)
+    assert_gof(counts, law, eps=0.05, alpha=1e-6, beta=BETA, seed=seed, label="grouped race, weights 3e38")

@@ -76,3 +76,48 @@ def test_reference_race_follows_plackett_luce():
     law = plackett_luce_law(p, 3).ravel()
     counts = counts_from_tokens(np.ravel_multi_index(tuple(ids.T), (p.size,) * 3), law.size)
     assert_gof(counts, law, eps=0.02, alpha=1e-6, beta=1e-6, label="reference Plackett-Luce")
+
+
+def test_grouped_race_semantics():
+    """The grouped race by hand (GROUP_TOKENS = 256; V = 600: groups [0, 256), [256, 512), [512, 600)):
+    the group with the largest P_g / E_g wins, a tie goes to the smaller group, and inside it the
+    token is the first with C_v > u C_last; u = 0 gives the group's first token with mass and the
+    largest u (1 - 2^-52) its last; zero, NaN, inf and negative entries never win."""
+    p = np.zeros((1, 600))
+    p[0, [5, 7]] = [1.0, 3.0]  # group 0: P = 4
+    p[0, [300, 301, 400]] = [np.nan, 2.0, 2.0]  # group 1: P = 4
+    p[0, [590, 599]] = [np.inf, -1.0]  # group 2: no mass
+    e = np.array([[1.0, 2.0, 0.001]])
+    for u0, want in ((0.0, 5), (0.25 - 1e-12, 5), (0.25, 7), (1 - 2.0**-52, 7)):
+        u = np.array([[u0, 0.5, 0.5]])
+        assert rg.grouped_race(p, e, u).tolist() == [want], u0
+    e = np.array([[2.0, 1.0, 1.0]])  # group 1 wins: scores 2, 4
+    assert rg.grouped_race(p, e, np.array([[0.0, 0.0, 0.0]])).tolist() == [301]
+    assert rg.grouped_race(p, e, np.array([[0.0, 1 - 2.0**-52, 0.0]])).tolist() == [400]
+    e = np.array([[1.0, 1.0, 1.0]])  # tie between groups 0 and 1: the smaller group
+    assert rg.grouped_race(p, e, np.array([[0.0, 0.0, 0.0]])).tolist() == [5]
+    assert rg.grouped_race(np.zeros((2, 600)), e.repeat(2, 0), np.zeros((2, 3))).tolist() == [-1, -1]
+    gap, cdf_gap = rg.grouped_margin(p, e, np.array([[0.25, 0.0, 0.0]]))
+    assert gap[0] == 0.0 and cdf_gap[0] == 0.0  # a tie in score, and u C_last exactly on C_5 = 1
+
+
+@pytest.mark.statistical
+def test_grouped_race_follows_p():
+    """The grouped race with numpy Exp(1) and uniform noise (independent of the Philox stream) draws
+    from p / sum(p): 9 tokens with mass spread over 3 groups of V = 700 (the last one partial),
+    designed chi-square, alpha = 1e-6, eps = 0.01 TV detected w.p. 1 - 1e-6, n = 400000 >= the
+    design's required n (318465, asserted by assert_gof)."""
+    seed = current_test_seed()
+    rng = np.random.default_rng(seed)
+    p = np.zeros(700)
+    p[[3, 200, 256, 300, 511, 512, 650, 699, 100]] = [0.2, 0.05, 0.1, 0.02, 0.13, 0.25, 0.15, 0.1, 1e-3]
+    n = 400_000
+    ids = np.concatenate([
+        rg.grouped_race(np.broadcast_to(p, (m, 700)), rng.exponential(size=(m, 3)), rng.random((m, 3)))
+        for m in (n // 2, n - n // 2)
+    ])  # fmt: skip
+    assert ids.min() >= 0
+    law = p / p.sum()
+    assert_gof(
+        counts_from_tokens(ids, 700), law, eps=0.01, alpha=1e-6, beta=1e-6, seed=seed, label="grouped race"
+    )

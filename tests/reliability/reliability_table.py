@@ -127,11 +127,12 @@ def device_side(path: str) -> str:
         "softmax outputs finite. Each cell: rows with a valid token (first sample for fast_sample; rows with "
         "mass for renorm_draft_probs) / rows, and rows that took the `fallback` path (fb). "
         "Under compute-sanitizer (`ci/gpu/sanitize.sh --small`) the same corpus must report 0 memcheck "
-        "errors: it did on the H200 in runs 9 and 13 (`ERROR SUMMARY: 0 errors`, 816 op calls, logs in "
-        "benchmarks/results/runs/2026-11-29-run9-sanitize.log and -run13-sanitize.log; run 13 with the "
-        "one-launch chain kernel and its atomics; the `fast_sample_screened` row, the 4 rows repeated "
-        "until the batch takes the one-warp screened tiling on a GPU and checked equal to the B = 4 ids, "
-        "was added in session 6 and has not run under compute-sanitizer yet); on CPU the memcheck is "
+        "errors: it did on the H200 in runs 9, 13 and 39 (`ERROR SUMMARY: 0 errors`, 816 / 816 / 864 op "
+        "calls, logs in benchmarks/results/runs/2026-11-29-run9-sanitize.log, -run13-sanitize.log and "
+        "-run39-sanitize.log; run 13 with the one-launch chain kernel and its atomics; run 39 with the "
+        "screened logits race, fast_sample's grouped race and the `fast_sample_large_batch` row: the 4 rows "
+        "repeated until the batch is large enough for the grouped race to draw its token in the merge on "
+        "a GPU, checked equal to the B = 4 ids, which drew theirs in every chunk); on CPU the memcheck is "
         "tests/reliability/reliability_memcheck.py, run by every test in tests/reliability.", "",
         "| op | " + " | ".join(kinds) + " |",
         "|---|" + "---|" * len(kinds),
