@@ -696,9 +696,13 @@ def _fast_sample(
     if num_samples > 1 and tiling.tiles_per_chunk != 1:
         raise ValueError(f"num_samples > 1 needs one tile per chunk, got {tiling.tiles_per_chunk}")
     grouped = tiling.grouped and num_samples == 1
-    if grouped and tiling.block_v not in (256, 512, 1024) and tiling.block_v < vocab:
-        raise ValueError(
-            f"the grouped race needs tiles of 1, 2 or 4 whole groups, got block_v = {tiling.block_v}"
+    whole_groups = tiling.block_v in (256, 512, 1024)
+    one_small_tile = tiling.block_v < GROUP_TOKENS and tiling.block_v >= vocab and tiling.tiles_per_chunk == 1
+    if grouped and not (whole_groups or one_small_tile):
+        raise ValueError(  # a tile narrower than a group must be the whole row
+            "the grouped race needs tiles of 1, 2 or 4 whole groups (256, 512 or 1024 tokens) or one tile "
+            f"< 256 covering V per chunk, got block_v = {tiling.block_v}, tiles_per_chunk = "
+            f"{tiling.tiles_per_chunk} at V = {vocab}"
         )
     # grouped: the chunk's group masses, a power of two >= its groups (tiles x groups per tile)
     slots = next_pow2(tiling.tiles_per_chunk * max(1, tiling.block_v // GROUP_TOKENS)) if grouped else 1

@@ -249,3 +249,19 @@ def test_validation_names_the_argument(device):
     if device == "cpu" and not interpreting():
         with pytest.raises(ValueError, match="probs"):
             kg.fast_sample(p)
+
+
+def test_grouped_tiling_is_validated(device):
+    """A grouped tiling must cut the row into whole groups of 256 (tiles of 256, 512 or 1024 tokens)
+    or be one tile >= V per chunk; anything else is a ValueError naming block_v, before any launch."""
+    p = torch.rand(3, 100, device=device)
+    seeds = torch.arange(3, device=device)
+    rows = 4 if interpreting() else 1
+    ok = kg.RaceTiling(rows, 128, 1, 1, grouped=True)
+    assert kg._fast_sample(p, 1, None, seeds, seeds, tiling=ok)[1].min() >= 0
+    for bad in (kg.RaceTiling(rows, 128, 2, 1, grouped=True), kg.RaceTiling(rows, 2048, 1, 1, grouped=True)):
+        with pytest.raises(ValueError, match="block_v"):
+            kg._fast_sample(p, 1, None, seeds, seeds, tiling=bad)
+    with pytest.raises(ValueError, match="block_v = 64"):
+        kg._fast_sample(torch.rand(3, 300, device=device), 1, None, seeds, seeds,
+                        tiling=kg.RaceTiling(rows, 64, 5, 1, grouped=True))  # fmt: skip
