@@ -51,6 +51,12 @@ def gumbel_cases(budget: str) -> list[tuple[str, np.ndarray]]:
     p = np.zeros(9)
     p[[2, 8]] = [0.8, 0.2]
     out.append((name, p))
+    # mass in three groups of 256 (the grouped race's unit; the last group partial): the one case
+    # at the ci budget where a grouped sampler's group-level race decides the law
+    name = "gumbel_three_groups_V700"
+    p = np.zeros(700)
+    p[[3, 100, 200, 256, 300, 511, 512, 650, 699]] = case_rng(name).dirichlet(np.full(9, 1.0))
+    out.append((name, p))
     if budget in ("standard", "full"):
         for vocab in (1023, 32000, 151936):
             name = f"gumbel_dirichlet0.05_V{vocab}"

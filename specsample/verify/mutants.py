@@ -148,6 +148,7 @@ _ANCHORS = {
     "kernel_bonus_wrong_position": "ragged layouts",
     "kernel_arrival_counter_kept": "persistent counters (kernels/_arrivals.py)",
     "kernel_gumbel_counter_kept": "persistent counters (kernels/_arrivals.py)",
+    "kernel_grouped_uniform_from_e_word": "docs/semantics.md: u_g from words 1-2, E_g from word 0",
     "kernel_shared_column": "vLLM #47386",
     "kernel_offset_ignored": "FlashInfer (frozen randomness across CUDA-graph replays)",
     "kernel_offset_int32_overflow": "vLLM #46560",
@@ -254,6 +255,24 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "fast_sample kernel: the last program does not reset its row block's arrival counter (the next "
         "call never merges its chunks: its outputs are never written)",
         [(r"tl\.atomic_xchg\(arrivals_ptr \+ row_block, 0\)", "tl.atomic_add(arrivals_ptr + row_block, 0)")],
+    ),
+    (
+        "kernel_grouped_uniform_from_e_word",
+        _GUMBEL,
+        "fast_sample kernel: the grouped race draws the token inside the winning group with a uniform "
+        "built from E_g's own Philox word (the group's win and its inverse CDF become dependent)",
+        [
+            (
+                r"tl\.where\(group == best\[:, None\], uniform52_from_words\(w1, w2\)",
+                "tl.where(group == best[:, None], uniform52_from_words(w0, w2)",
+            ),
+            (
+                r"_, w1, w2, _ = philox_words\(seed, offset, group, STREAM_GUMBEL_GROUP, seed \* 0\)\n"
+                r"            u = uniform52_from_words\(w1, w2\)",
+                "w0, w1, w2, _ = philox_words(seed, offset, group, STREAM_GUMBEL_GROUP, seed * 0)\n"
+                "            u = uniform52_from_words(w0, w2)",
+            ),
+        ],
     ),
     (
         "kernel_offset_ignored",
