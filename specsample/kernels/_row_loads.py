@@ -4,17 +4,15 @@ Keeping such lines in L2 only evicts data someone else reuses: in an engine, the
 GEMM just wrote; under `triton.testing.do_bench`, the dirty lines of its 256 MB L2 flush, whose
 write-back then competes with our reads. `evict_first` marks our lines as the first to go (PTX
 `L1::evict_first` plus an `L2::evict_first` cache policy; `LDG.E.EF` in SASS). Measured on the H200
-before it became the default: benchmarks/NOTES.md, "Streaming loads".
+before it became the default (run 33; `.cs` loads do not compile on Triton 3.6): benchmarks/NOTES.md,
+"Streaming loads, do_bench's dirty L2, and the grouped race".
 """
 
 import triton
 import triton.language as tl
 
-ROW_CACHE: tl.constexpr = tl.constexpr("")
-ROW_EVICTION: tl.constexpr = tl.constexpr("evict_first")
-
 
 @triton.jit
 def load_once(pointers, mask, other):
-    """tl.load(pointers, mask, other) with the streaming cache hints above."""
-    return tl.load(pointers, mask=mask, other=other, cache_modifier=ROW_CACHE, eviction_policy=ROW_EVICTION)
+    """tl.load(pointers, mask, other), evicted first from L1 and L2."""
+    return tl.load(pointers, mask=mask, other=other, eviction_policy="evict_first")

@@ -56,6 +56,7 @@ from specsample.kernels._compiled_launch import launch, launch_keyed
 from specsample.kernels._launch import H200_SMS, cdiv, check_device, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import stream_buffer
+from specsample.kernels.chain import _clean, _clean32  # one definition of 'no mass' (chain.py)
 from specsample.kernels.philox import STREAM_GUMBEL, STREAM_GUMBEL_GROUP, philox_words, uniform52_from_words
 
 MAX_SAMPLES = 64  # largest num_samples (top-n extraction is unrolled n times)
@@ -197,9 +198,8 @@ def _tile_group_masses(row_base, stride_v, V, row_ok, tile_start, NG: tl.constex
         where = cols
     else:
         where = cols.to(tl.int64) * stride_v
-    p = load_once(row_base[:, :, None] + where[None, :, :], mask, 0.0).to(tl.float32)
-    p = tl.where((p > 0.0) & (p <= 3.4028234663852886e38), p * 0.00390625, 0.0)
-    return tl.sum(p, axis=2)
+    p = _clean32(load_once(row_base[:, :, None] + where[None, :, :], mask, 0.0))
+    return tl.sum(p * 0.00390625, axis=2)
 
 
 @triton.jit
@@ -233,8 +233,7 @@ def _pick_in_group(probs_ptr, rows, ok, group, u, stride_b, stride_v, V, LANES: 
     lane = tl.arange(0, LANES)[None, :]
     cols = group[:, None] * _GROUP + lane
     mask = ok[:, None] & (cols < V)
-    p = tl.load(probs_ptr + rows[:, None] * stride_b + cols * stride_v, mask=mask, other=0.0).to(tl.float32)
-    p = tl.where((p > 0.0) & (p <= 3.4028234663852886e38), p, 0.0).to(tl.float64)
+    p = _clean(tl.load(probs_ptr + rows[:, None] * stride_b + cols * stride_v, mask=mask, other=0.0))
     cdf = tl.cumsum(p, axis=1)
     target = u * tl.max(cdf, axis=1)
     first = tl.min(tl.where((cdf > target[:, None]) & (p > 0.0), lane, LANES), axis=1)

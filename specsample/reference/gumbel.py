@@ -110,9 +110,12 @@ def _grouped(probs) -> tuple[np.ndarray, np.ndarray]:
     return blocks, blocks.sum(axis=2)
 
 
-def grouped_race(probs, exponentials, uniforms) -> np.ndarray:
-    """[B] int64 ids of the grouped race (module docstring) given its noise (`group_noise`): -1 for
-    a row without mass."""
+def grouped_race_with_margins(probs, exponentials, uniforms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """([B] int64 ids of the grouped race (module docstring) given its noise (`group_noise`), -1 for a
+    row without mass; [B] relative gap between the best and second group score; [B] distance from
+    u_g C_last to the nearest C_v of the winning group, relative to C_last; gaps inf where
+    undefined). A float32 kernel may differ from the ids only where the first gap is within float32
+    error or the second within float64 summation error."""
     blocks, mass = _grouped(probs)
     rows = np.arange(blocks.shape[0])
     score = np.where(mass > 0, mass / np.asarray(exponentials, dtype=np.float64), 0.0)
@@ -120,32 +123,29 @@ def grouped_race(probs, exponentials, uniforms) -> np.ndarray:
     found = score[rows, group] > 0
     block = blocks[rows, group]  # [B, 256]
     cdf = np.cumsum(block, axis=1)
-    target = np.asarray(uniforms, dtype=np.float64)[rows, group] * cdf[:, -1]
+    total = cdf[:, -1]
+    target = np.asarray(uniforms, dtype=np.float64)[rows, group] * total
     hit = (cdf > target[:, None]) & (block > 0)
     last_with_mass = GROUP_TOKENS - 1 - np.argmax(block[:, ::-1] > 0, axis=1)
     token = np.where(hit.any(axis=1), np.argmax(hit, axis=1), last_with_mass)
-    return np.where(found, group * GROUP_TOKENS + token, -1).astype(np.int64)
-
-
-def grouped_margin(probs, exponentials, uniforms) -> tuple[np.ndarray, np.ndarray]:
-    """([B] relative gap between the best and second group score, [B] distance from u_g C_last to
-    the nearest C_v of the winning group relative to C_last; inf where undefined): a float32 kernel
-    may differ from `grouped_race` only where the first is within float32 error or the second
-    within float64 summation error."""
-    blocks, mass = _grouped(probs)
-    rows = np.arange(blocks.shape[0])
-    score = np.where(mass > 0, mass / np.asarray(exponentials, dtype=np.float64), 0.0)
+    ids = np.where(found, group * GROUP_TOKENS + token, -1).astype(np.int64)
     top = -np.sort(-score, axis=1)[:, :2]
     if top.shape[1] < 2:
         top = np.concatenate([top, np.zeros_like(top)], axis=1)
     gap = np.where(top[:, 0] > 0, (top[:, 0] - top[:, 1]) / np.where(top[:, 0] > 0, top[:, 0], 1), np.inf)
-    group = np.argmax(score, axis=1)
-    cdf = np.cumsum(blocks[rows, group], axis=1)
-    total = cdf[:, -1]
-    target = np.asarray(uniforms, dtype=np.float64)[rows, group] * total
     near = np.abs(cdf - target[:, None]).min(axis=1)
     cdf_gap = np.where(total > 0, near / np.where(total > 0, total, 1), np.inf)
-    return gap, cdf_gap
+    return ids, gap, cdf_gap
+
+
+def grouped_race(probs, exponentials, uniforms) -> np.ndarray:
+    """[B] int64 ids of the grouped race (`grouped_race_with_margins`' first output)."""
+    return grouped_race_with_margins(probs, exponentials, uniforms)[0]
+
+
+def grouped_margin(probs, exponentials, uniforms) -> tuple[np.ndarray, np.ndarray]:
+    """(score gap, CDF gap) of `grouped_race_with_margins`."""
+    return grouped_race_with_margins(probs, exponentials, uniforms)[1:]
 
 
 def fast_sample_reference(probs, seeds, offsets, num_samples: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsample.reference.gumbel import group_noise, grouped_margin, grouped_race
+from specsample.reference.gumbel import group_noise, grouped_race_with_margins
 from specsample.reference.laws import plackett_luce_law
 from specsample.reference.parallel import map_rows
 from specsample.reference.philox import STREAM_GUMBEL, gumbel_exponentials
@@ -90,9 +90,8 @@ GROUPED_CDF_TOL = 1e-12
 def _grouped_reference_and_ambiguity(probs, seeds, offsets, tol):
     """(float64 grouped-race winner, ambiguity flag) per row: the two best group scores within
     relative `tol`, or the group's uniform within GROUPED_CDF_TOL of a CDF boundary."""
-    e, u = group_noise(seeds, offsets, probs.shape[-1])
-    gap, cdf_gap = grouped_margin(probs, e, u)
-    return grouped_race(probs, e, u), (gap <= tol) | (cdf_gap <= GROUPED_CDF_TOL)
+    ids, gap, cdf_gap = grouped_race_with_margins(probs, *group_noise(seeds, offsets, probs.shape[-1]))
+    return ids, (gap <= tol) | (cdf_gap <= GROUPED_CDF_TOL)
 
 
 def certify_gumbel_coupling(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsample.reference.gumbel import fast_sample_reference
 from specsample.verify import mutable_reference as mref
 
 
@@ -359,7 +360,6 @@ def reference_gumbel_sampler(bugs=frozenset(), name: str = "reference") -> Gumbe
 def reference_grouped_gumbel_sampler(name: str = "reference-grouped") -> GumbelSampler:
     """fast_sample's float64 reference: the grouped race for one sample, the per-token top-n race
     otherwise (`reference.gumbel.fast_sample_reference`)."""
-    from specsample.reference.gumbel import fast_sample_reference
 
     def fn(probs, num_samples, seeds, offsets):
         return fast_sample_reference(probs, seeds, offsets, num_samples)[1]
