@@ -40,6 +40,12 @@ CASES = (  # kernel, B, K, V, dtype: the issue shapes of the kernels the change 
     ("logits", 64, 4, 151936, "float32"),
     ("logits_onehot", 128, 8, 128256, "float32"),
     ("chain", 64, 4, 151936, "float32"),
+    ("logits", 128, 8, 128256, "float32"),  # the rest of issue 6's eight cases
+    ("logits", 64, 4, 151936, "bfloat16"),
+    ("logits", 128, 8, 128256, "bfloat16"),
+    ("logits_onehot", 64, 4, 151936, "float32"),
+    ("logits_onehot", 64, 4, 151936, "bfloat16"),
+    ("logits_onehot", 128, 8, 128256, "bfloat16"),
 )
 
 

@@ -48,14 +48,12 @@ SWEEP = [
     {"lane_i32": False, "stats_block": 2048, "stats_tiles": 4},
     {"lane_i32": True, "stats_block": 2048, "stats_tiles": 4},
 ]
-# what perf() times per case: the default against unscreened (screening on by default since run 30),
-# longer race chunks (more tiles per program: more of them screened out) and precise logarithms;
-# SWEEP's stats-pass variants are kept for the coupling steps and for re-running run 21
-# (run 30 also timed race_tiles 8 and precise logarithms: slower than 16 tiles in every case)
-PERF_SWEEP = [None, {"screen": False, "race_tiles": 4}, {"race_tiles": 32},
-              {"race_block": 512, "race_tiles": 32, "race_warps": 2},
-              {"race_block": 256, "race_tiles": 64, "race_warps": 1}]  # fmt: skip
-SWEEP_NAMES = "default/unscreened-4-tiles/race-tiles-32/512x32-2warps/256x64-1warp"
+# what perf() times per case: the grouped residual draw's default (1-warp programs, 1024-token tiles,
+# race_tiles by _race_tiles) against other chunk lengths (session 8; run 40 also timed a 2048-token
+# 2-warp tiling: slower than 1024 x 1 warp in 7 of 8 cases; run 41 tiles 1 and 16: slower everywhere).
+# Runs 30-32 timed the per-token race's screening variants here; that race is gone.
+PERF_SWEEP = [None, {"race_tiles": 2}, {"race_tiles": 4}, {"race_tiles": 8}]
+SWEEP_NAMES = "default/tiles-2/tiles-4/tiles-8"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -227,8 +225,11 @@ def main() -> int:
         lambda: coupling(128, 4, 151936, "fp32", True, gen, SWEEP[1]),
         lambda: coupling(128, 4, 151936, "bf16", True, gen, SWEEP[2]),
         lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[3]),
-        lambda: coupling(128, 4, 151936, "fp32", True, gen, {"screen": False}),
-        lambda: coupling(64, 8, 128256, "fp32", False, gen, {"race_tiles": 16}),
+        lambda: coupling(128, 4, 151936, "fp32", True, gen, {"race_tiles": 1}),
+        lambda: coupling(64, 8, 128256, "fp32", False, gen, {"race_tiles": 8}),
+        lambda: coupling(
+            64, 4, 151936, "bf16", False, gen, {"race_block": 2048, "race_tiles": 2, "race_warps": 2}
+        ),
         lambda: graph_check(gen),
     ]
     if os.environ.get("LOGITS_GPU_PERF_ONLY"):  # the timing sweep alone (coupling: a full run)

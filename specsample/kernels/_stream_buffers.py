@@ -22,6 +22,13 @@ import torch
 
 _LIVE: dict[tuple, torch.Tensor] = {}
 _RETIRED: list[torch.Tensor] = []  # outgrown buffers, kept alive for graphs that captured them
+_GENERATION = [0]  # bumped whenever a live buffer is replaced or forgotten
+
+
+def generation() -> int:
+    """A number that changes whenever any live buffer is replaced (outgrown) or discarded: a launcher
+    that caches the buffers it got may reuse them only while this is unchanged."""
+    return _GENERATION[0]
 
 
 def stream_buffer(device: torch.device, name: str, numel: int, dtype: torch.dtype, zeroed: bool = False):
@@ -40,6 +47,7 @@ def stream_buffer(device: torch.device, name: str, numel: int, dtype: torch.dtyp
         new = (torch.zeros if zeroed else torch.empty)(size, dtype=dtype, device=device)
         if buf is not None:
             _RETIRED.append(buf)
+            _GENERATION[0] += 1
         buf = _LIVE[key] = new
     return buf
 
@@ -50,3 +58,4 @@ def discard_stream_buffers(name: str | None = None) -> None:
     non-zero would otherwise leak its bug into every later launch in the process."""
     for key in [k for k in _LIVE if name is None or k[3] == name]:
         _RETIRED.append(_LIVE.pop(key))
+    _GENERATION[0] += 1

@@ -47,7 +47,7 @@ from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interp
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
-from specsample.kernels.result import SampleResult
+from specsample.kernels.result import SampleResult, empty_result
 
 _GPU_PROGRAMS_FOR_LOOP = 8 * H200_SMS  # chunks in the grid from which programs loop over 4
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
@@ -415,12 +415,10 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     tuning sweep in ci/gpu/chain_gpu.py)."""
     batch, k_plus_1, vocab = p.shape
     device = p.device
-    tokens = torch.empty(batch, k_plus_1, dtype=torch.int32, device=device)
-    num_accepted = torch.empty(batch, dtype=torch.int32, device=device)
-    fallback = torch.empty(batch, dtype=torch.bool, device=device)
-    valid = torch.empty(batch, dtype=torch.bool, device=device)
+    result = empty_result(batch, k_plus_1, device)
+    tokens, num_accepted, fallback, valid = result
     if batch == 0:
-        return SampleResult(tokens, num_accepted, fallback, valid)
+        return result
 
     seeded = seeds is not None
     has_q = q is not None
@@ -450,4 +448,4 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
          batch, vocab, plan.num_chunks, plan.tiles, *strides),
         plan.meta,
     )  # fmt: skip
-    return SampleResult(tokens, num_accepted, fallback, valid)
+    return result

@@ -13,30 +13,39 @@ NaN, inf) makes the row invalid: tokens all -1, num_accepted 0, valid False.
 
 Randomness is a pure function of (seed_b, offset_b, position, token): the acceptance uniform of draft
 i is word 0 of Philox(seed, offset, index=i, STREAM_LOGITS_UNIFORM, position=0), used at its cell's
-midpoint u_i + 2^-25 (docs/semantics.md); the emitted token at
-position j is the winner of the exponential race argmax_v r_v / E_v with E_v from word v % 4 of
-Philox(seed, offset, index=v // 4, STREAM_LOGITS_RESIDUAL, position=j). Hence batch-invariant,
-chunk-invariant in law, CUDA-graph safe and identical across tensor-parallel ranks given equal seeds.
+midpoint u_i + 2^-25 (docs/semantics.md). The emitted token at position j is drawn by the grouped
+residual draw: with the residual r (or p on the fallback / bonus path) cut into groups g of 256
+tokens with masses R_g, the group argmax_g log R_g - log E_g wins and the token is the first v of
+it with C_v > u_g C_last (C the float64 cumulative sum of r over the group); E_g and u_g (52 bits)
+come from words 0 and 1-2 of Philox(seed, offset, index=g, STREAM_LOGITS_GROUP, position=j).
+P(v) = (R_g / R)(r_v / R_g) = r_v / R. Hence batch-invariant, chunk-invariant, CUDA-graph safe and
+identical across tensor-parallel ranks given equal seeds.
 
-Two launches, no host synchronisation, no data-dependent shapes:
+Three launches, no host synchronisation, no data-dependent shapes:
 
 1. `_logits_stats_kernel`, grid (row blocks of the B*(K+1) target rows, vocabulary chunks): per chunk
    the max, first argmax and sum exp((l - max) / T) of the clean target logits, and max / sum-exp of
    the draft logits (classic). This is the one full read of the inputs. Rows past a request's ragged
    draft count are skipped.
-2. `_logits_race_kernel`, grid (request blocks, vocabulary chunks): every program combines the chunk
-   statistics of its requests (log-sum-exp per position), redoes the acceptance tests (K gathers and
-   K uniforms), which fixes the emit position j, then runs the exponential race on its chunk of row j
-   only, in log space: score_v = log r_v - log E_v. It stores its chunk winner; the last program to
-   arrive for a request block (an atomic counter) combines the chunk winners and writes the outputs.
+2. `_logits_accept_kernel`, grid (request blocks): combines the chunk statistics of its requests
+   (log-sum-exp per position), runs the acceptance tests (K gathers and K uniforms), which fix the
+   emit position j, and writes every output except a sampled row's emitted token, plus row j's
+   statistics for the race (once per request, not once per race chunk: H200 run 41).
+3. `_logits_race_kernel`, grid (request blocks, vocabulary chunks of whole groups): every program
+   reads its chunk of row j (and of draft row j) once: per group the log mass of the residual and of
+   p (the fallback), each against the group's largest log p so that nothing overflows or vanishes at
+   tiny T; then one Philox call per group. It stores its best group of each; the last program to
+   arrive for a request block (an atomic counter) picks the winning group, re-reads its 256 tokens
+   and writes the emitted token.
 
 Must-read bytes are every target row (plus draft rows) once, plus row j (and draft row j) of each
 request: (K+2)/(K+1) of the floor for one-hot drafts, (2K+3)/(2K+1) for classic drafts.
 
-The race costs one Philox call per four tokens and two logs per token on one row per request; run
-after the stats pass it is ALU time added to a memory-bound pass. (A one-launch schedule that
-overlapped the two phases by ticketed tasks, and per-lane statistics in phase 1, were measured
-slower on the H200 in runs 14, 15 and 20 and are gone: benchmarks/NOTES.md.)
+The race pass is a streaming sum: two or three exponentials per token and one Philox call per 256
+tokens. Until session 8 it was a per-token exponential race (one Philox call per four tokens and a
+logarithm per token; screened tiles from run 30), measured in benchmarks/NOTES.md. (A one-launch
+schedule that overlapped the two phases by ticketed tasks, and per-lane statistics in phase 1, were
+measured slower on the H200 in runs 14, 15 and 20 and are gone.)
 """
 
 from __future__ import annotations
@@ -53,18 +62,19 @@ from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._compiled_launch import launch
-from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._compiled_launch import launch_keyed
+from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
-from specsample.kernels._stream_buffers import stream_buffer
+from specsample.kernels._stream_buffers import generation, stream_buffer
 from specsample.kernels.philox import (
-    STREAM_LOGITS_RESIDUAL,
+    STREAM_LOGITS_GROUP,
     STREAM_LOGITS_UNIFORM,
     UNIFORM_HALF_STEP,
     philox_words,
+    uniform52_from_words,
     uniform_from_word,
 )
-from specsample.kernels.result import SampleResult
+from specsample.kernels.result import SampleResult, empty_result
 
 _check_tensor = functools.partial(check_tensor, reference="target_logits")
 
@@ -76,6 +86,8 @@ _LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 _LN2: tl.constexpr = tl.constexpr(0.6931471805599453)
 _HW_LOG: tl.constexpr = tl.constexpr(not interpreting())  # lg2.approx exists on the GPU only
 _NEG_INF: tl.constexpr = tl.constexpr(float("-inf"))
+GROUP_TOKENS = 256  # tokens per group of the residual draw (the Philox index of a group is v // 256)
+_GROUP: tl.constexpr = tl.constexpr(GROUP_TOKENS)
 _INF: tl.constexpr = tl.constexpr(float("inf"))
 _MIN_T: tl.constexpr = tl.constexpr(MIN_TEMPERATURE)
 _MAX_T: tl.constexpr = tl.constexpr(MAX_TEMPERATURE)
@@ -148,52 +160,71 @@ def _log_exponential_from_word(word, FAST_LOG: tl.constexpr = False):
 
 
 @triton.jit
-def _log1mexp(x, FAST_LOG: tl.constexpr = False):
-    """log(1 - e^x) for x < 0 (-inf at x = 0): near 0 as log(-x) + log(expm1(x) / x) with the
-    Taylor series of expm1(x) / x (|x| < ln 2, 10 terms); elsewhere log(1 - e^x), 1 - e^x >= 1/2."""
-    h = 1.0 / 39916800.0
-    h = h * x + 1.0 / 3628800.0
-    h = h * x + 1.0 / 362880.0
-    h = h * x + 1.0 / 40320.0
-    h = h * x + 1.0 / 5040.0
-    h = h * x + 1.0 / 720.0
-    h = h * x + 1.0 / 120.0
-    h = h * x + 1.0 / 24.0
-    h = h * x + 1.0 / 6.0
-    h = h * x + 0.5
-    h = h * x + 1.0
-    near = x > -_LN2
-    if FAST_LOG:  # one (hardware) logarithm: log(-expm1(x)) = log(-x h) near 0, log(1 - e^x) elsewhere
-        return _ln(tl.where(near, -x * h, 1.0 - tl.exp(tl.where(near, -1.0, x))), True)
-    return tl.where(near, tl.log(-x) + tl.log(h), tl.log(1.0 - tl.exp(tl.where(near, -1.0, x))))
+def _ex2(x):
+    """2^x: on a GPU one MUFU.EX2 (ex2.approx.ftz: results below 2^-126 flush to 0, relative error
+    ~2^-22); the interpreter's exp2 elsewhere."""
+    if _HW_LOG:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32,
+                                         is_pure=True, pack=1)  # fmt: skip
+    return tl.exp2(x)
 
 
 @triton.jit
-def _race_words(seed, offset, position, first_col, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr):
-    """[BLOCK_ROWS, BLOCK_V] Philox words of tokens first_col + lane (first_col a multiple of 4): one
-    Philox call per group of four tokens, the four words interleaved so that token v gets word v % 4."""
-    groups = (first_col // 4)[:, None] + tl.arange(0, BLOCK_V // 4).to(tl.int64)[None, :]
-    zero = groups * 0
-    w0, w1, w2, w3 = philox_words(seed[:, None] + zero, offset[:, None] + zero, groups,
-                                  STREAM_LOGITS_RESIDUAL, position[:, None] + zero)  # fmt: skip
-    words = tl.join(tl.join(w0, w2), tl.join(w1, w3))  # [R, G, 2, 2]: [g, a, c] = word 2a + c
-    return tl.reshape(words, (BLOCK_ROWS, BLOCK_V))
+def _log2_prob(l, shift, scale2, norm2):
+    """log2 softmax(l / T) = (l - M) log2(e) / T - log2 S from the row statistics (shift = M, or 0 on
+    an empty row; scale2 = log2(e) / T; norm2 = log2 S, or 0 on an empty row); -inf for l = -inf."""
+    return (l - shift) * scale2 - norm2
 
 
 @triton.jit
-def _may_win_race(lp, word, best_r, best_p, FAST_LOG: tl.constexpr):
-    """[R, C] whether a token (log p = lp, noise word) can change either race's running best [R]:
-    its score log p - log E (or log r - log E <= that) is <= lp - log t, since E = -log(1 - t) >= t
-    for its uniform t = (word + 1/2) 2^-32. So a token with lp - log t <= min(best_r, best_p) - 2^-10
-    cannot: the 2^-10 margin dwarfs the error of the approximate logarithms (~1e-6). NaN-free:
-    lp = -inf never may."""
-    log_t = _ln((word.to(tl.float32) + 0.5) * 2.3283064365386963e-10, FAST_LOG)
-    return (lp - log_t) > (tl.minimum(best_r, best_p) - 0.0009765625)[:, None]
+def _group_weights(lp2, lq2, res, shift2, WITH_Q: tl.constexpr, MASKED: tl.constexpr):
+    """[..., W] w_v 2^-shift2, w_v = max(0, p_v - q_v) (WITH_Q) or p_v, from log2 p / log2 q; with
+    MASKED 0 off the tokens `res`; shift2 [..., 1] the group's largest log2 p on `res` (every term <= 1).
+    Classic drafts need no mask (p <= q gives 0), nor does p (log2 p = -inf gives 0)."""
+    w = _ex2(lp2 - shift2)
+    if WITH_Q:  # >= 0 however the approximate 2^x rounds
+        w = tl.maximum(w - _ex2(lq2 - shift2), 0.0)
+    if MASKED:
+        w = tl.where(res, w, 0.0)
+    return w
 
 
-# ----------------------------------------------------------------------------------------------
-# Kernels
-# ----------------------------------------------------------------------------------------------
+@triton.jit
+def _group_shift(lp2, res, AXIS: tl.constexpr, MASKED: tl.constexpr = True):
+    """The largest log2 p along AXIS (on `res` tokens with MASKED), 0 where there is none."""
+    if MASKED:
+        lp2 = tl.where(res, lp2, _NEG_INF)
+    top = tl.max(lp2, axis=AXIS)
+    return tl.where(top == _NEG_INF, 0.0, top)
+
+
+@triton.jit
+def _group_log_mass(lp2, lq2, res, WITH_Q: tl.constexpr, MASKED: tl.constexpr, FAST_LOG: tl.constexpr,
+                    AXIS: tl.constexpr):  # fmt: skip
+    """Natural log of the mass sum_v w_v of each group (axis AXIS) for the weights of _group_weights
+    (MASKED: on `res` only; else on every token, the mass of p); -inf for a group without mass.
+    Computed against the group's largest log p on `res`, so nothing overflows and tiny-temperature
+    rows keep their mass (exact in logs; terms 2^126 below the group's largest p flush to zero)."""
+    shift2 = _group_shift(lp2, res, AXIS, MASKED)
+    total = tl.sum(_group_weights(lp2, lq2, res, tl.expand_dims(shift2, AXIS), WITH_Q, MASKED), axis=AXIS)
+    return tl.where(total > 0.0, (shift2 + _log2(total, FAST_LOG)) * _LN2, _NEG_INF)
+
+
+@triton.jit
+def _best_slot(score, groups):
+    """(best score, its smallest group id) [R] of candidates score / groups [R, S]; -inf and -1 when
+    no group has mass."""
+    top = tl.max(score, axis=1)
+    at = tl.min(tl.where(score == top[:, None], groups, 2147483647), axis=1)
+    return top, tl.where(top > _NEG_INF, at, -1)
+
+
+@triton.jit
+def _log2(x, FAST_LOG: tl.constexpr):
+    """log2 x: the hardware's approximate log2 (lg2.approx) with FAST_LOG on a GPU, else tl.log2."""
+    if FAST_LOG and _HW_LOG:
+        return libdevice.fast_log2f(x)
+    return tl.log2(x)
 
 
 @triton.jit
@@ -326,38 +357,34 @@ def _pick_int(values, pos, j):
 
 
 @triton.jit
-def _race_tile_update(best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr, req, j, x_j, use_q,
-                      m_dj, log_sd_j, inv_t, V, sd_b, sd_k, sd_v,
-                      K: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr, FAST_LOG: tl.constexpr):  # fmt: skip
-    """Both races' running bests (score, smallest index) after one tile of row j: the residual race
-    over log r - log E and the race over log p - log E (the fallback when the residual is empty)."""
-    log_e = _log_exponential_from_word(words, FAST_LOG)
-    score_p = lp - log_e
+def _group_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q, norm_q, scale2, st_v, sd_v,
+                HAS_DRAFT_LOGITS: tl.constexpr):  # fmt: skip
+    """(log2 p, log2 q, res) of the tokens cols [.., W] of row j (broadcast against [R] rows through
+    t_row / d_row and the row statistics, pre-expanded to cols' rank; see _log2_prob): res marks the
+    residual's support, p > q where the draft row is used (use_q, else q = 0), p > 0 off the
+    rejected draft x_j (one-hot) or p > 0 (bonus row)."""
+    l = _clean_logits(load_once(t_row + cols * st_v, live, float("-inf")))
+    lp2 = _log2_prob(l, shift_p, scale2, norm_p)
     if HAS_DRAFT_LOGITS:
-        d_row = req * sd_b + tl.minimum(j, K - 1) * sd_k
-        dl = _clean_logits(load_once(d_ptr + d_row[:, None] + cols * sd_v,
-                                     live & use_q[:, None], float("-inf")))  # fmt: skip
-        lq = _log_prob(dl, m_dj[:, None], log_sd_j[:, None], inv_t[:, None])
-        gap = tl.where(lp > lq, lq - lp, -1.0)
-        log_r = tl.where(lp > lq, lp + _log1mexp(gap, FAST_LOG), _NEG_INF)
-        score_r = tl.where(use_q[:, None], log_r - log_e, score_p)
+        dl = _clean_logits(load_once(d_row + cols * sd_v, live & use_q, float("-inf")))
+        lq2 = _log2_prob(dl, shift_q, scale2, norm_q)
+        res = lp2 > lq2
     else:
-        score_r = tl.where(cols == x_j[:, None], _NEG_INF, score_p)
-    tile_r = tl.max(score_r, axis=1)
-    at_r = tl.min(tl.where(score_r == tile_r[:, None], cols, V), axis=1)
-    idx_r = tl.where(tile_r > best_r, at_r, idx_r)
-    best_r = tl.maximum(best_r, tile_r)
-    tile_p = tl.max(score_p, axis=1)
-    at_p = tl.min(tl.where(score_p == tile_p[:, None], cols, V), axis=1)
-    idx_p = tl.where(tile_p > best_p, at_p, idx_p)
-    best_p = tl.maximum(best_p, tile_p)
-    return best_r, idx_r, best_p, idx_p
+        lq2 = lp2
+        res = (lp2 > _NEG_INF) & (cols != x_j)
+    return lp2, lq2, res
 
 
 @triton.jit
-def _race_block(
+def _row_log2_stats(big_m, log_s):
+    """(shift, norm2) of _log2_prob for rows with max big_m and log-sum log_s (0, 0 on empty rows)."""
+    shift = tl.where(big_m == _NEG_INF, 0.0, big_m)
+    return shift, tl.where(log_s == _NEG_INF, 0.0, log_s * _LOG2E)
+
+
+@triton.jit
+def _accept_block(
     req_block,  # this program's requests are req_block * BLOCK_ROWS + [0, BLOCK_ROWS)
-    chunk,  # and its vocabulary chunk of the emit row
     t_ptr,  # [B, K+1, V] target logits, strides (st_b, st_k, st_v)
     d_ptr,  # [B, K, V] draft logits (HAS_DRAFT_LOGITS), strides (sd_b, sd_k, sd_v)
     x_ptr,  # [B, K] int32/int64 draft ids, strides (sx_b, sx_k)
@@ -366,40 +393,30 @@ def _race_block(
     seed_ptr,  # [B] int64
     offset_ptr,  # [B] int64
     tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr,  # [B*(K+1), NC1] phase-1 statistics
-    best_ptr,  # [B, NC2, 2] fp32 scratch: chunk winner scores (residual race, race over p)
-    best_idx_ptr,  # [B, NC2, 2] int32 scratch: chunk winner tokens
-    arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
-    tokens_ptr,  # [B, K+1] int32 out, contiguous
+    row_f_ptr,  # [B, 5] fp32 out: shift_p, norm_p, shift_q, norm_q, scale2 of row j (_log2_prob)
+    row_i_ptr,  # [B, 3] int32 out: j, x_j (-1 unless rejected), flags (1 sampled, 2 use_q, 4 rejected)
+    tokens_ptr,  # [B, K+1] int32 out, contiguous (sampled rows: -1 at j until the race writes it)
     num_accepted_ptr,  # [B] int32 out
-    fallback_ptr,  # [B] bool out
-    valid_ptr,  # [B] bool out
-    B, V, NC1, NC2,
+    fallback_ptr,  # [B] bool out (sampled rows: written again by the race)
+    valid_ptr,  # [B] bool out (sampled rows: written again by the race)
+    B, V, NC1,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
     K: tl.constexpr,
     KP: tl.constexpr,
     HAS_DRAFT_LOGITS: tl.constexpr,
     RAGGED: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
-    BLOCK_V: tl.constexpr,
-    TILES: tl.constexpr,
-    FAST_LOG: tl.constexpr = False,
-    SCREEN: tl.constexpr = False,
 ):  # fmt: skip
     # log p_i(v) = (l_iv - M_i) / T - log S_i   (log q_i likewise from the draft statistics)
     # accept x_i (i < n, 0 <= x_i < V):  classic  d_i(x_i) finite and m_i < p_i(x_i) / q_i(x_i)
     #                                     one-hot  m_i < p_i(x_i);   greedy  x_i == argmax_v l_iv
-    # (m_i = u_i + 2^-25, the midpoint of the uniform's 2^-24 cell)
-    # j = first rejection (or n).  log r_v = log(p_v - q_v) = log p_v + log(1 - e^(log q_v - log p_v))
-    # where p_v > q_v (classic), log p_v off x_j (one-hot), log p_v (bonus row j = n).
-    # token = argmax_v log r_v - log E_v; no residual mass: the same race over p (fallback).
+    # (m_i = u_i + 2^-25, the midpoint of the uniform's 2^-24 cell); j = first rejection (or n).
     req = req_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
-    chunk = chunk.to(tl.int64)
     req_ok = req < B
     sampled, greedy, inv_t, n = _row_params(req, req_ok, temp_ptr, s_temp, n_ptr, sn_b, K, RAGGED)
     seed = tl.load(seed_ptr + req * ss_b, mask=req_ok, other=0).to(tl.int64)
     offset = tl.load(offset_ptr + req * so_b, mask=req_ok, other=0).to(tl.int64)
 
-    # -- acceptance tests, identical in every chunk program of the request --------------------
     pos = tl.arange(0, KP).to(tl.int64)[None, :]
     rk = req[:, None] * (K + 1) + pos
     rk_ok = (req_ok & (sampled | greedy))[:, None] & (pos <= n[:, None])
@@ -417,7 +434,8 @@ def _race_block(
                                STREAM_LOGITS_UNIFORM, zero)  # fmt: skip
     u = uniform_from_word(w0).to(tl.float64) + UNIFORM_HALF_STEP  # u + 2^-25: its cell's midpoint
     if HAS_DRAFT_LOGITS:
-        big_md, log_sd, _ = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, drafted, inv_t, NC1, False)
+        big_md, log_sd, unused_arg = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, drafted, inv_t, NC1,
+                                                    False)  # fmt: skip
         d_x = _clean_logits(tl.load(d_ptr + req[:, None] * sd_b + tl.minimum(pos, K - 1) * sd_k + x * sd_v,
                                     mask=gather, other=float("-inf")))  # fmt: skip
         lq_x = _log_prob(d_x, big_md, log_sd, inv_t[:, None])
@@ -434,11 +452,6 @@ def _race_block(
     log_s_j = _pick(log_s, pos, j)
     x_j = tl.where(rejected, _pick_int(x, pos, j), -1)
 
-    # -- exponential race on this chunk of row j ----------------------------------------------
-    best_r = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-    best_p = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-    idx_r = tl.full((BLOCK_ROWS,), -1, tl.int64)
-    idx_p = tl.full((BLOCK_ROWS,), -1, tl.int64)
     if HAS_DRAFT_LOGITS:
         m_dj = _pick(big_md, pos, j)
         log_sd_j = _pick(log_sd, pos, j)
@@ -446,63 +459,176 @@ def _race_block(
     else:  # unused stand-ins (one-hot drafts read no draft row)
         m_dj = m_j
         log_sd_j = log_s_j
-        use_q = rejected
-    lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
+        use_q = sampled & False
+    shift_p, norm_p = _row_log2_stats(m_j, log_s_j)
+    shift_q, norm_q = _row_log2_stats(m_dj, log_sd_j)
+    tl.store(row_f_ptr + req * 5, shift_p, mask=req_ok)
+    tl.store(row_f_ptr + req * 5 + 1, norm_p, mask=req_ok)
+    tl.store(row_f_ptr + req * 5 + 2, shift_q, mask=req_ok)
+    tl.store(row_f_ptr + req * 5 + 3, norm_q, mask=req_ok)
+    tl.store(row_f_ptr + req * 5 + 4, inv_t * _LOG2E, mask=req_ok)
+    flags = sampled.to(tl.int32) + 2 * use_q.to(tl.int32) + 4 * rejected.to(tl.int32)
+    tl.store(row_i_ptr + req * 3, j.to(tl.int32), mask=req_ok)
+    tl.store(row_i_ptr + req * 3 + 1, x_j.to(tl.int32), mask=req_ok)
+    tl.store(row_i_ptr + req * 3 + 2, flags, mask=req_ok)
+    # every output but a sampled row's emitted token (and its fallback / valid): the race's merge
+    token_greedy = tl.where(m_j > _NEG_INF, _pick_int(arg, pos, j), -1)
+    token = tl.where(greedy, token_greedy, -1)
+    a = tl.where(sampled | greedy, j, 0)
+    out = tl.where(pos < a[:, None], x, tl.where(pos == a[:, None], token[:, None], -1))
+    out_ok = req_ok[:, None] & (pos <= K)
+    tl.store(tokens_ptr + req[:, None] * (K + 1) + pos, out.to(tl.int32), mask=out_ok)
+    tl.store(num_accepted_ptr + req, a.to(tl.int32), mask=req_ok)
+    tl.store(fallback_ptr + req, sampled & False, mask=req_ok)
+    tl.store(valid_ptr + req, token >= 0, mask=req_ok)
+
+
+@triton.jit
+def _race_block(
+    req_block,  # this program's requests are req_block * BLOCK_ROWS + [0, BLOCK_ROWS)
+    chunk,  # and its vocabulary chunk of the emit row
+    t_ptr,  # [B, K+1, V] target logits, strides (st_b, st_k, st_v)
+    d_ptr,  # [B, K, V] draft logits (HAS_DRAFT_LOGITS), strides (sd_b, sd_k, sd_v)
+    seed_ptr,  # [B] int64
+    offset_ptr,  # [B] int64
+    row_f_ptr,  # [B, 5] fp32 from _accept_block
+    row_i_ptr,  # [B, 3] int32 from _accept_block
+    best_ptr,  # [B, NC2, 2] fp32 scratch: chunk winner scores (residual race, race over p)
+    best_idx_ptr,  # [B, NC2, 2] int32 scratch: chunk winner groups
+    arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
+    tokens_ptr,  # [B, K+1] int32 out, contiguous: the sampled rows' emitted token at j
+    fallback_ptr,  # [B] bool out (sampled rows)
+    valid_ptr,  # [B] bool out (sampled rows)
+    B, V, NC2,
+    st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
+    K: tl.constexpr,
+    HAS_DRAFT_LOGITS: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    TILES: tl.constexpr,
+    GW: tl.constexpr,
+    TILES_P2: tl.constexpr,
+    FAST_LOG: tl.constexpr = False,
+):  # fmt: skip
+    # r_v = p_v - q_v where p_v > q_v (classic), p_v off x_j (one-hot), p_v (bonus row j = n);
+    # no residual mass: r = p (fallback).  Groups g of 256 tokens:
+    #   log R_g = c_g + log sum_{v in g} r_v e^-c_g   (c_g = the group's largest log p_v with r_v > 0)
+    #   g* = argmax_g log R_g - log E_g;  token = first v in g* with C_v > u_g* C_last (float64 C)
+    # (E_g, u_g) from words 0 and 1-2 of philox(seed, offset, g, STREAM_LOGITS_GROUP, position j).
+    req = req_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    chunk = chunk.to(tl.int64)
+    req_ok = req < B
+    seed = tl.load(seed_ptr + req * ss_b, mask=req_ok, other=0).to(tl.int64)
+    offset = tl.load(offset_ptr + req * so_b, mask=req_ok, other=0).to(tl.int64)
+    j = tl.load(row_i_ptr + req * 3, mask=req_ok, other=0).to(tl.int64)
+    x_j = tl.load(row_i_ptr + req * 3 + 1, mask=req_ok, other=-1).to(tl.int64)
+    flags = tl.load(row_i_ptr + req * 3 + 2, mask=req_ok, other=0)
+    sampled = (flags & 1) != 0
+    use_q = (flags & 2) != 0
+    rejected = (flags & 4) != 0
+    shift_p = tl.load(row_f_ptr + req * 5, mask=req_ok, other=0.0)
+    norm_p = tl.load(row_f_ptr + req * 5 + 1, mask=req_ok, other=0.0)
+    shift_q = tl.load(row_f_ptr + req * 5 + 2, mask=req_ok, other=0.0)
+    norm_q = tl.load(row_f_ptr + req * 5 + 3, mask=req_ok, other=0.0)
+    scale2 = tl.load(row_f_ptr + req * 5 + 4, mask=req_ok, other=1.0)
+
+    # -- grouped race on this chunk of row j: every group's log mass into a slot, then the noise ---
+    t_row = t_ptr + (req * st_b + j * st_k)  # [R] row j of each request
+    d_row = d_ptr + (req * sd_b + tl.minimum(j, K - 1) * sd_k)
+    NG: tl.constexpr = BLOCK_V // GW  # groups per tile (GW = 256, or one tile < 256 covering V)
+    in_group = tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]  # [NG, GW]
+    # group (chunk * TILES + t) * NG + k sits in slot [t, k] (t < TILES_P2; t >= TILES: no mass)
+    slot_t = tl.arange(0, TILES_P2)[None, :, None]
+    mass_r = tl.full((BLOCK_ROWS, TILES_P2, NG), _NEG_INF, tl.float32)  # log R_g (residual; classic)
+    mass_p = tl.full((BLOCK_ROWS, TILES_P2, NG), _NEG_INF, tl.float32)  # log P_g (p: fallback, one-hot)
     if tl.max(sampled.to(tl.int32), axis=0) > 0:  # greedy-only blocks skip the race (uniform branch)
         for tile in range(TILES):
-            first = (chunk * TILES + tile) * BLOCK_V
-            cols = first + lane
-            live = sampled[:, None] & (cols < V)
-            l = _clean_logits(load_once(t_ptr + (req * st_b + j * st_k)[:, None] + cols * st_v, live,
-                                        float("-inf")))  # fmt: skip
-            lp = _log_prob(l, m_j[:, None], log_s_j[:, None], inv_t[:, None])
-            words = _race_words(seed, offset, j, req * 0 + first, BLOCK_ROWS, BLOCK_V)
-            if SCREEN:
-                hot = _may_win_race(lp, words, best_r, best_p, FAST_LOG)
-                if tl.max(tl.max(hot.to(tl.int32), axis=1), axis=0) > 0:
-                    best_r, idx_r, best_p, idx_p = _race_tile_update(
-                        best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr, req, j, x_j, use_q,
-                        m_dj, log_sd_j, inv_t, V, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS,
-                        FAST_LOG)  # fmt: skip
-            else:
-                best_r, idx_r, best_p, idx_p = _race_tile_update(
-                    best_r, idx_r, best_p, idx_p, lp, words, cols, live, d_ptr, req, j, x_j, use_q,
-                    m_dj, log_sd_j, inv_t, V, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, FAST_LOG)  # fmt: skip
-    slot = (req * NC2 + chunk) * 2
-    tl.store(best_ptr + slot, best_r, mask=req_ok)
-    tl.store(best_ptr + slot + 1, best_p, mask=req_ok)
-    tl.store(best_idx_ptr + slot, idx_r.to(tl.int32), mask=req_ok)
-    tl.store(best_idx_ptr + slot + 1, idx_p.to(tl.int32), mask=req_ok)
+            cols = ((chunk * TILES + tile) * BLOCK_V + in_group.to(tl.int64))[None, :, :]  # [1, NG, GW]
+            live = sampled[:, None, None] & (cols < V)
+            lp, lq, res = _group_tile(t_row[:, None, None], d_row[:, None, None], cols, live,
+                                      use_q[:, None, None], x_j[:, None, None], shift_p[:, None, None],
+                                      norm_p[:, None, None], shift_q[:, None, None], norm_q[:, None, None],
+                                      scale2[:, None, None], st_v, sd_v, HAS_DRAFT_LOGITS)  # fmt: skip
+            tile_p = _group_log_mass(lp, lq, res, False, False, FAST_LOG, 2)  # [R, NG]
+            mass_p = tl.where(slot_t == tile, tile_p[:, None, :], mass_p)
+            if HAS_DRAFT_LOGITS:  # r = max(0, p - q) (r = p where the draft row is not used: q = 0)
+                tile_r = _group_log_mass(lp, lq, res, True, True, FAST_LOG, 2)
+                mass_r = tl.where(slot_t == tile, tile_r[:, None, :], mass_r)
+    mass_p = tl.reshape(mass_p, (BLOCK_ROWS, TILES_P2 * NG))
+    mass_r = tl.reshape(mass_r, (BLOCK_ROWS, TILES_P2 * NG))
+    groups = chunk * (TILES * NG) + tl.arange(0, TILES_P2 * NG).to(tl.int64)[None, :]  # [1, S]
+    if not HAS_DRAFT_LOGITS:  # r = p off x_j: only x_j's group differs from p; its mass from a re-read
+        mass_r = mass_p
+        x_group = tl.where(rejected & (x_j >= 0) & (x_j < V), x_j // _GROUP, -1)
+        here = sampled & (x_group >= chunk * (TILES * NG)) & (x_group < (chunk + 1) * (TILES * NG))
+        if tl.max(here.to(tl.int32), axis=0) > 0:
+            cols_x = x_group[:, None] * _GROUP + tl.arange(0, GW).to(tl.int64)[None, :]  # [R, GW]
+            live_x = here[:, None] & (cols_x < V)
+            lp_xg, lq_xg, res_xg = _group_tile(t_row[:, None], d_row[:, None], cols_x, live_x,
+                                               use_q[:, None], x_j[:, None], shift_p[:, None],
+                                               norm_p[:, None], shift_q[:, None], norm_q[:, None],
+                                               scale2[:, None], st_v, sd_v, False)  # fmt: skip
+            mass_x = _group_log_mass(lp_xg, lq_xg, res_xg, False, True, FAST_LOG, 1)  # [R]
+            mass_r = tl.where(here[:, None] & (groups == x_group[:, None]), mass_x[:, None], mass_r)
+    zs = groups + req[:, None] * 0  # [R, S]
+    e_word = philox_words(seed[:, None] + zs * 0, offset[:, None] + zs * 0, zs, STREAM_LOGITS_GROUP,
+                          j[:, None] + zs * 0)[0]  # fmt: skip
+    log_e = _log_exponential_from_word(e_word, FAST_LOG)
+    best_r, group_r = _best_slot(mass_r - log_e, zs)
+    best_p, group_p = _best_slot(mass_p - log_e, zs)
+    part = (req * NC2 + chunk) * 2
+    tl.store(best_ptr + part, best_r, mask=req_ok)
+    tl.store(best_ptr + part + 1, best_p, mask=req_ok)
+    tl.store(best_idx_ptr + part, group_r.to(tl.int32), mask=req_ok)
+    tl.store(best_idx_ptr + part + 1, group_p.to(tl.int32), mask=req_ok)
 
     # -- the last program to arrive for this request block writes the outputs ----------------
     arrived = tl.atomic_add(arrivals_ptr + req_block, 1, sem="acq_rel")
     if arrived == NC2 - 1:
         best_r = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
         best_p = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-        idx_r = tl.full((BLOCK_ROWS,), -1, tl.int64)
-        idx_p = tl.full((BLOCK_ROWS,), -1, tl.int64)
+        group_r = tl.full((BLOCK_ROWS,), -1, tl.int64)
+        group_p = tl.full((BLOCK_ROWS,), -1, tl.int64)
         for c in range(NC2):
-            slot = (req * NC2 + c) * 2
-            s_r = tl.load(best_ptr + slot, mask=req_ok, other=float("-inf"), cache_modifier=".cg")
-            s_p = tl.load(best_ptr + slot + 1, mask=req_ok, other=float("-inf"), cache_modifier=".cg")
-            i_r = tl.load(best_idx_ptr + slot, mask=req_ok, other=-1, cache_modifier=".cg").to(tl.int64)
-            i_p = tl.load(best_idx_ptr + slot + 1, mask=req_ok, other=-1, cache_modifier=".cg").to(tl.int64)
-            idx_r = tl.where(s_r > best_r, i_r, idx_r)  # chunks in order: ties keep the smaller id
+            part_c = (req * NC2 + c) * 2
+            s_r = tl.load(best_ptr + part_c, mask=req_ok, other=float("-inf"), cache_modifier=".cg")
+            s_p = tl.load(best_ptr + part_c + 1, mask=req_ok, other=float("-inf"), cache_modifier=".cg")
+            i_r = tl.load(best_idx_ptr + part_c, mask=req_ok, other=-1, cache_modifier=".cg").to(tl.int64)
+            i_p = tl.load(best_idx_ptr + part_c + 1, mask=req_ok, other=-1, cache_modifier=".cg").to(tl.int64)
+            group_r = tl.where(s_r > best_r, i_r, group_r)  # chunks in order: ties keep the smaller group
             best_r = tl.maximum(best_r, s_r)
-            idx_p = tl.where(s_p > best_p, i_p, idx_p)
+            group_p = tl.where(s_p > best_p, i_p, group_p)
             best_p = tl.maximum(best_p, s_p)
         has_r = best_r > _NEG_INF
+        found = sampled & (has_r | (best_p > _NEG_INF))
         fallback = sampled & rejected & ~has_r
-        token_sampled = tl.where(has_r, idx_r, tl.where(best_p > _NEG_INF, idx_p, -1))
-        token_greedy = tl.where(m_j > _NEG_INF, _pick_int(arg, pos, j), -1)
-        token = tl.where(sampled, token_sampled, tl.where(greedy, token_greedy, -1))
-        a = tl.where(sampled | greedy, j, 0)
-        out = tl.where(pos < a[:, None], x, tl.where(pos == a[:, None], token[:, None], -1))
-        out_ok = req_ok[:, None] & (pos <= K)
-        tl.store(tokens_ptr + req[:, None] * (K + 1) + pos, out.to(tl.int32), mask=out_ok)
-        tl.store(num_accepted_ptr + req, a.to(tl.int32), mask=req_ok)
-        tl.store(fallback_ptr + req, fallback, mask=req_ok)
-        tl.store(valid_ptr + req, token >= 0, mask=req_ok)
+        # the token: inverse CDF (float64) of the winning group's weights with that group's u_g
+        group = tl.where(has_r, group_r, group_p)
+        group = tl.where(found, group, 0)
+        words_g = philox_words(seed, offset, group, STREAM_LOGITS_GROUP, j)
+        u_g = uniform52_from_words(words_g[1], words_g[2])
+        lane_g = tl.arange(0, GW).to(tl.int64)[None, :]
+        cols_g = group[:, None] * _GROUP + lane_g  # [R, GW]
+        live_g = found[:, None] & (cols_g < V)
+        q_g = (use_q & has_r)[:, None]
+        lp_g, lq_g, res_g = _group_tile(t_row[:, None], d_row[:, None], cols_g, live_g, q_g, x_j[:, None],
+                                        shift_p[:, None], norm_p[:, None], shift_q[:, None], norm_q[:, None],
+                                        scale2[:, None], st_v, sd_v, HAS_DRAFT_LOGITS)  # fmt: skip
+        if HAS_DRAFT_LOGITS:  # without the draft row (fallback, bonus) lq_g = -inf: res_g = p > 0
+            on_g = res_g
+        else:
+            on_g = tl.where(has_r[:, None], res_g, lp_g > _NEG_INF)
+        shift_g = _group_shift(lp_g, on_g, 1)[:, None]
+        w_g = _group_weights(lp_g, lq_g, on_g, shift_g, HAS_DRAFT_LOGITS, True).to(tl.float64)
+        cdf_g = tl.cumsum(w_g, axis=1)
+        target_g = u_g * tl.max(cdf_g, axis=1)
+        first_hit = tl.min(tl.where((cdf_g > target_g[:, None]) & (w_g > 0.0), lane_g, GW), axis=1)
+        last_on = tl.max(tl.where(on_g, lane_g, -1), axis=1)
+        token_sampled = tl.where(found, group * _GROUP + tl.where(first_hit < GW, first_hit, last_on), -1)
+        tok_ok = req_ok & sampled
+        tl.store(tokens_ptr + req * (K + 1) + j, token_sampled.to(tl.int32), mask=tok_ok)
+        tl.store(fallback_ptr + req, fallback, mask=tok_ok)
+        tl.store(valid_ptr + req, token_sampled >= 0, mask=tok_ok)
         tl.atomic_xchg(arrivals_ptr + req_block, 0)  # ready for the next call / graph replay
 
 
@@ -526,28 +652,46 @@ def _logits_stats_kernel(
 
 
 @triton.jit
-def _logits_race_kernel(
-    t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,  # see _race_block
-    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr, arrivals_ptr,
+def _logits_accept_kernel(
+    t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,  # see _accept_block
+    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, row_f_ptr, row_i_ptr,
     tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-    B, V, NC1, NC2,
+    B, V, NC1,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
     K: tl.constexpr,
     KP: tl.constexpr,
     HAS_DRAFT_LOGITS: tl.constexpr,
     RAGGED: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
+):  # fmt: skip
+    # grid (request blocks): one _accept_block each.
+    _accept_block(tl.program_id(0), t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,
+                  tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, row_f_ptr, row_i_ptr,
+                  tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, B, V, NC1,
+                  st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
+                  K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS)  # fmt: skip
+
+
+@triton.jit
+def _logits_race_kernel(
+    t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr,  # see _race_block
+    best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr,
+    B, V, NC2,
+    st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
+    K: tl.constexpr,
+    HAS_DRAFT_LOGITS: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
+    GW: tl.constexpr,
+    TILES_P2: tl.constexpr,
     FAST_LOG: tl.constexpr,
-    SCREEN: tl.constexpr,
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each.
-    _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr,
-                offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, best_ptr, best_idx_ptr,
-                arrivals_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, B, V, NC1, NC2,
-                st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
-                K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, FAST_LOG, SCREEN)  # fmt: skip
+    _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr,
+                row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr,
+                B, V, NC2, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
+                K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------
@@ -555,29 +699,38 @@ def _logits_race_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-_RACE_PROGRAMS = 4 * H200_SMS  # race-pass programs wanted at least (4 per SM)
+_RACE_PROGRAMS = 2048  # race-pass programs (one warp each) wanted at least (~15 per SM)
 
 
 def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
-    """Tiles per race-pass program: the longest of 16, 8, 4 that still gives batch x chunks >= 4
-    programs per SM (4 if none does; never more tiles than the row has). Longer chunks let the
-    screen skip more tiles: H200 run 30 (graph µs, same run, ci/gpu/logits_gpu.py) at (64, 4, 151936)
-    and (128, 8, 128256), fp32 and bf16, one-hot and classic: 16 tiles 1.08-1.34x faster than the
-    unscreened 4-tile race, 4 tiles screened 1.00-1.16x. The fall-back for small batches keeps the
-    run-14 split (4 tiles), where fewer, longer programs would leave SMs idle."""
+    """Tiles per race-pass program: the longest of 8, 4, 2 that still gives batch x chunks >= 2048
+    one-warp programs (1 if none does; never more tiles than the row has). H200 run 41 (graph µs,
+    same run, ci/gpu/logits_gpu.py, tiles 1/2/4/8/16): 4 tiles fastest or within 1% at
+    (64, 4, 151936), 8 tiles at (128, 8, 128256); 1 tile 1.04-1.12x slower, 16 tiles 1.02-1.18x."""
     tiles = cdiv(vocab, race_block)
-    for want in (16, 8):
+    for want in (8, 4, 2):
         if batch * cdiv(vocab, race_block * want) >= _RACE_PROGRAMS:
             return max(1, min(want, tiles))
-    return max(1, min(4, tiles))
+    return 1
 
 
 def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None) -> dict:
-    """Tile and chunk sizes of both phases. GPU: one row per program; phase 1 reads chunks of
-    `stats_block * stats_tiles` columns (8192 by default) so B*(K+1)*chunks fills the SMs; phase 2
-    races over chunks of `race_block * race_tiles` columns. Interpreter: one chunk per row and
-    hundreds of rows per [BLOCK_ROWS, BLOCK_V] tile. `overrides` (tests, the GPU sweep) replaces
-    any key."""
+    """Tile and chunk sizes of the passes. GPU: one row per program; phase 1 reads chunks of
+    `stats_block * stats_tiles` columns (8192 by default) so B*(K+1)*chunks fills the SMs; the race
+    reads chunks of `race_block * race_tiles` columns. Interpreter: one chunk per row and hundreds of
+    rows per [BLOCK_ROWS, BLOCK_V] tile. `overrides` (tests, the GPU sweep) replaces any key."""
+    if not overrides:
+        return dict(_default_config(batch, k_plus_1, vocab, interpreting()))
+    return _config(batch, k_plus_1, vocab, overrides)
+
+
+@functools.lru_cache(maxsize=512)
+def _default_config(batch: int, k_plus_1: int, vocab: int, interp: bool) -> tuple:
+    """launch_config without overrides as (key, value) pairs (cached: on every eager call's path)."""
+    return tuple(_config(batch, k_plus_1, vocab, None).items())
+
+
+def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None) -> dict:
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         block = max(4, min(vocab_pow2, 4096))
@@ -587,25 +740,23 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
             "stats_block": block, "stats_tiles": tiles, "race_block": block, "race_tiles": tiles,
             "stats_rows": max(1, min(rows_cap, next_pow2(batch * k_plus_1))),
             "race_rows": max(1, min(rows_cap, next_pow2(batch))),
-            "stats_warps": 4, "race_warps": 4,
+            "stats_warps": 4, "race_warps": 4, "accept_warps": 4,
         }  # fmt: skip
-        cfg.update({"fast_log": False, "lane_i32": False, "screen": False})
+        cfg.update({"fast_log": False, "lane_i32": False})
     else:
         # stats pass: 4096-column tiles, 2 per chunk, 32-bit column offsets (lane_i32, where they
         # fit). H200 run 21, same run, graph time: 1.04-1.07x faster for fp32 and 1.13-1.24x for bf16
         # than 2048 x 4 tiles with 64-bit offsets (offline SASS 43.8 -> 29.1 instructions per element)
         stats_block = max(128, min(4096, vocab_pow2))
-        race_block = max(128, min(1024, vocab_pow2))
+        race_block = max(4, min(1024, vocab_pow2))  # whole groups of 256, or one tile covering a short row
         cfg = {
             "stats_block": stats_block, "stats_tiles": max(1, min(2, cdiv(vocab, stats_block))),
             "race_block": race_block, "race_tiles": _race_tiles(batch, vocab, race_block),
-            "stats_rows": 1, "race_rows": 1, "stats_warps": 8, "race_warps": 4,
+            "stats_rows": 1, "race_rows": 1, "stats_warps": 8, "race_warps": 1, "accept_warps": 1,
         }  # fmt: skip
-        # fast_log (the hardware log2 and one logarithm per token in the race pass): on, H200 run 14
-        # measured the whole call 1.12-1.21x faster at the issue's shapes, coupling unchanged.
-        # screen (the race pass skips tiles that cannot change either race's best; outputs bit for
-        # bit unchanged): on, H200 run 30, see _race_tiles.
-        cfg.update({"fast_log": True, "lane_i32": True, "screen": True})
+        # fast_log (the hardware log2 in the race pass; H200 run 14 measured the per-token race
+        # 1.12-1.21x faster with it, coupling unchanged)
+        cfg.update({"fast_log": True, "lane_i32": True})
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -613,6 +764,10 @@ def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None 
     for key in ("stats_block", "race_block"):
         if cfg[key] < 4 or cfg[key] & (cfg[key] - 1):
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])
+    if cfg["race_block"] < GROUP_TOKENS and (cfg["race_block"] < vocab or cfg["race_tiles"] != 1):
+        _fail(ValueError, "config['race_block']", f"a multiple of the {GROUP_TOKENS}-token group, or one "
+              f"tile covering the row (race_block >= V = {vocab} and race_tiles = 1)",
+              (cfg["race_block"], cfg["race_tiles"]))  # fmt: skip
     return cfg
 
 
@@ -667,55 +822,109 @@ def stats_lane_i32(cfg: dict, vocab: int, target_stride_v: int, draft_stride_v: 
     return cfg["lane_i32"] and int32_offsets_fit(padded, target_stride_v, draft_stride_v)
 
 
-def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
-    """Both phases on validated tensors."""
-    batch, k_plus_1, vocab = lg.shape
-    num_k = k_plus_1 - 1
-    device = lg.device
-    tokens = torch.empty(batch, k_plus_1, dtype=torch.int32, device=device)
-    num_accepted = torch.empty(batch, dtype=torch.int32, device=device)
-    fallback = torch.empty(batch, dtype=torch.bool, device=device)
-    valid = torch.empty(batch, dtype=torch.bool, device=device)
-    if batch == 0:
-        return SampleResult(tokens, num_accepted, fallback, valid)
+_PLANS: dict[tuple, tuple] = {}  # launch plans (grids, scratch, constexprs) by shape, config and stream
+_MAX_PLANS = 256
 
-    has_draft = dl is not None and num_k > 0
+
+def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged: bool, lane_i32: bool,
+          cfg: dict) -> tuple:  # fmt: skip
+    """(key, grids, scratch, constexprs) of one shape: everything `_launch` derives from the shape and
+    the config, built once per (device, stream, shape, config) while the persistent buffers it holds
+    stay live (kernels/_stream_buffers.generation): a repeat call skips ten buffer lookups and three
+    constexpr dicts (host time, which do_bench counts when it outlasts the L2 flush)."""
+    stream = torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else None
+    key = (device, stream, generation(), batch, k_plus_1, vocab, has_draft, ragged, lane_i32,
+           tuple(cfg.values()))  # fmt: skip
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan
+    num_k = k_plus_1 - 1
     nc1 = cdiv(vocab, cfg["stats_block"] * cfg["stats_tiles"])
     nc2 = cdiv(vocab, cfg["race_block"] * cfg["race_tiles"])
     num_rows = batch * k_plus_1
+    race_blocks = cdiv(batch, cfg["race_rows"])
     # scratch (kernels/_stream_buffers.py), each [rows, chunks] and indexed explicitly by the kernels:
-    # per-chunk max / sum-exp / argmax of every target row and max / sum-exp of every draft row, then
-    # each request's race candidates (score, index) x 2 per race chunk
+    # per-chunk max / sum-exp / argmax of every target row and max / sum-exp of every draft row; the
+    # emit row's statistics and (j, x_j, flags) per request; each request's race candidates
+    # (score, group) x 2 per race chunk; the race's arrival counters (persistent, kept zero)
     stats = num_rows * nc1
     tmax = stream_buffer(device, "logits_tmax", stats, torch.float32)
     tsum = stream_buffer(device, "logits_tsum", stats, torch.float32)
     targ = stream_buffer(device, "logits_targ", stats, torch.int32)
     dmax = stream_buffer(device, "logits_dmax", stats, torch.float32) if has_draft else tmax
     dsum = stream_buffer(device, "logits_dsum", stats, torch.float32) if has_draft else tsum
-    race_blocks = cdiv(batch, cfg["race_rows"])
+    row_f = stream_buffer(device, "logits_row_f", batch * 5, torch.float32)
+    row_i = stream_buffer(device, "logits_row_i", batch * 3, torch.int32)
     best = stream_buffer(device, "logits_best", batch * nc2 * 2, torch.float32)
     best_idx = stream_buffer(device, "logits_best_idx", batch * nc2 * 2, torch.int32)
-    arrivals = arrival_counters(device, race_blocks)  # persistent, kept zero by the race kernel
+    arrivals = arrival_counters(device, race_blocks)
+    key = (device, stream, generation(), *key[3:])  # the allocations above may have bumped it
+    stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
+                      BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
+                      num_warps=cfg["stats_warps"])  # fmt: skip
+    accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
+                       BLOCK_ROWS=cfg["race_rows"], num_warps=cfg["accept_warps"])  # fmt: skip
+    race_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, BLOCK_ROWS=cfg["race_rows"],
+                     BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
+                     GW=min(GROUP_TOKENS, cfg["race_block"]), TILES_P2=next_pow2(cfg["race_tiles"]),
+                     FAST_LOG=cfg["fast_log"], num_warps=cfg["race_warps"])  # fmt: skip
+    grids = ((cdiv(num_rows, cfg["stats_rows"]), nc1), (race_blocks,), (race_blocks, nc2))
+    plan = (key, grids, (tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals),
+            (stats_meta, accept_meta, race_meta), nc1, nc2)  # fmt: skip
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
 
+
+def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
+    """The three launches on validated tensors."""
+    batch, k_plus_1, vocab = lg.shape
+    num_k = k_plus_1 - 1
+    device = lg.device
+    result = empty_result(batch, k_plus_1, device)
+    tokens, num_accepted, fallback, valid = result
+    if batch == 0:
+        return result
+
+    has_draft = dl is not None and num_k > 0
+    st = lg.stride()
     d_arg, sd = (dl, dl.stride()) if has_draft else (lg, (0, 0, 0))
     x_arg, sx = (x, x.stride()) if num_k > 0 else (tokens, (0, 0))
     n_arg, sn = (n, n.stride(0)) if n is not None else (tokens, 0)
-    st = lg.stride()
-    launch(_logits_stats_kernel, (cdiv(num_rows, cfg["stats_rows"]), nc1),
-        lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum,
-        batch, vocab, nc1, *st, *sd, temperature.stride(0), sn,
-        K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
-        BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
-        LANE_I32=stats_lane_i32(cfg, vocab, st[2], sd[2]),
-        num_warps=cfg["stats_warps"],
+    s_temp, s_seed, s_offset = temperature.stride(0), seeds.stride(0), offsets.stride(0)
+    lane_i32 = stats_lane_i32(cfg, vocab, st[2], sd[2])
+    key, grids, scratch, metas, nc1, nc2 = _plan(device, batch, k_plus_1, vocab, has_draft, n is not None,
+                                                 lane_i32, cfg)  # fmt: skip
+    tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals = scratch
+    # launch_keyed's contract: the plan key holds the shape, the config and every constexpr; add the
+    # caller's tensors' dtypes, 16-byte alignments and strides (scratch and outputs: fixed, aligned)
+    call = (
+        key,
+        lg.dtype,
+        d_arg.dtype,
+        x_arg.dtype,
+        n_arg.dtype,
+        st,
+        sd,
+        sx,
+        sn,
+        s_temp,
+        s_seed,
+        s_offset,
+        tuple(t.data_ptr() & 15 == 0 for t in (lg, d_arg, x_arg, n_arg, temperature, seeds, offsets)),
+    )
+    launch_keyed(_logits_stats_kernel, grids[0], ("stats", call),
+        (lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum,
+         batch, vocab, nc1, *st, *sd, s_temp, sn), metas[0],
     )  # fmt: skip
-    launch(_logits_race_kernel, (race_blocks, nc2),
-        lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum,
-        best, best_idx, arrivals, tokens, num_accepted, fallback, valid,
-        batch, vocab, nc1, nc2, *st, *sd, *sx, temperature.stride(0), sn, seeds.stride(0), offsets.stride(0),
-        K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=n is not None,
-        BLOCK_ROWS=cfg["race_rows"], BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
-        FAST_LOG=cfg["fast_log"], SCREEN=cfg["screen"] and cfg["race_tiles"] > 1,
-        num_warps=cfg["race_warps"],
+    launch_keyed(_logits_accept_kernel, grids[1], ("accept", call),
+        (lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum, row_f, row_i,
+         tokens, num_accepted, fallback, valid,
+         batch, vocab, nc1, *st, *sd, *sx, s_temp, sn, s_seed, s_offset), metas[1],
     )  # fmt: skip
-    return SampleResult(tokens, num_accepted, fallback, valid)
+    launch_keyed(_logits_race_kernel, grids[2], ("race", call),
+        (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, tokens, fallback, valid,
+         batch, vocab, nc2, *st, *sd, s_seed, s_offset), metas[2],
+    )  # fmt: skip
+    return result

@@ -19,8 +19,8 @@ _MUL_B_PTX: tl.constexpr = tl.constexpr("{ .reg .b64 t; mul.wide.u32 t, $2, 0xCD
 STREAM_CHAIN_UNIFORM: tl.constexpr = tl.constexpr(1)
 STREAM_GUMBEL: tl.constexpr = tl.constexpr(2)
 STREAM_LOGITS_UNIFORM: tl.constexpr = tl.constexpr(3)
-STREAM_LOGITS_RESIDUAL: tl.constexpr = tl.constexpr(4)
 STREAM_GUMBEL_GROUP: tl.constexpr = tl.constexpr(5)
+STREAM_LOGITS_GROUP: tl.constexpr = tl.constexpr(6)
 # 2^-25: a uniform u on the 2^-24 grid is used at its cell's midpoint u + 2^-25 by every decision
 # (acceptance tests, inverse CDF; docs/semantics.md). Twin: reference.chain.UNIFORM_HALF_STEP.
 UNIFORM_HALF_STEP: tl.constexpr = tl.constexpr(2.0**-25)

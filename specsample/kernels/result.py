@@ -23,3 +23,13 @@ class SampleResult(NamedTuple):
     num_accepted: torch.Tensor
     fallback: torch.Tensor
     valid: torch.Tensor
+
+
+def empty_result(batch: int, k_plus_1: int, device: torch.device) -> SampleResult:
+    """Uninitialised outputs for a launch to fill (every field is written for every row)."""
+    return SampleResult(
+        torch.empty(batch, k_plus_1, dtype=torch.int32, device=device),
+        torch.empty(batch, dtype=torch.int32, device=device),
+        torch.empty(batch, dtype=torch.bool, device=device),
+        torch.empty(batch, dtype=torch.bool, device=device),
+    )

@@ -9,10 +9,11 @@ Semantics (docs/semantics.md transposed to logits; the kernel module docstring r
 - Sampled rows: p_i = softmax(clean(target_logits[i]) / T_eff), q_i = softmax(clean(draft_logits[i]) / T_eff)
   (a row with no finite logit is all zeros), then the chain semantics of docs/semantics.md with
   u_i = chain_uniforms(seed, offset, K, stream=STREAM_LOGITS_UNIFORM)[i] + 2^-25 (its 2^-24 cell's
-  midpoint, docs/semantics.md) for the acceptance tests, and
-  the emitted token drawn by the exponential race argmax_v r_v / E_v over the residual r (or over p on
-  the fallback / bonus path), E_v = gumbel_exponentials(seed, offset, V, STREAM_LOGITS_RESIDUAL,
-  position=j)[v]; ties go to the smallest index; r_v = 0 never wins.
+  midpoint, docs/semantics.md) for the acceptance tests, and the emitted token drawn by the grouped
+  draw (`grouped_draw`) from the residual r (or from p on the fallback / bonus path): groups of 256
+  tokens, the group with the largest log R_g - log E_g (ties: the smaller group), then the first token
+  of it with C_v > u_g C_last; (E_g, u_g) = `group_noise` (STREAM_LOGITS_GROUP, position=j); r_v = 0
+  never wins.
 - Greedy rows: accept x_i iff it is in range and equals the smallest argmax of clean(target_logits[i]);
   the emitted token is the argmax of row j (-1 and not valid if that row has no finite logit).
 
@@ -23,11 +24,10 @@ on tokens whose probabilities are below the float64 range.
 Ambiguity (for coupling tests). A row is ambiguous when one of its decisions could flip under the
 kernel's float32 arithmetic, with slack s = tol + ROUNDING * (sum of the |log-probabilities| compared):
 an acceptance test up to the first rejection with |log u + log q(x) - log p(x)| <= s (one-hot:
-|log u - log p(x)| <= s); a race whose winner's score log r_w - log E_w is within
-err_v = tol (1 + (p_v + q_v) / r_v) + ROUNDING (|log r_v| + |log p_v| + |log E_v|) (for both
-tokens) of another token's score, counting tokens with r_v = 0 but |log p_v - log q_v| <= s at
-r_v = tol (p_v + q_v); or a fallback decision that such tokens could flip. Greedy rows are never
-ambiguous.
+|log u - log p(x)| <= s); a residual whose support could change (tokens with r_v = 0 but
+|log p_v - log q_v| <= s, "ghosts", which the kernel may give up to tol (p_v + q_v)) where that
+could empty it or fill an empty one; or a grouped draw within its error bound (`grouped_draw`).
+Greedy rows are never ambiguous.
 """
 
 from __future__ import annotations
@@ -38,14 +38,17 @@ import numpy as np
 
 from specsample.reference.chain import UNIFORM_HALF_STEP
 from specsample.reference.philox import (
-    STREAM_LOGITS_RESIDUAL,
+    STREAM_LOGITS_GROUP,
     STREAM_LOGITS_UNIFORM,
     chain_uniforms,
-    gumbel_exponentials,
+    exponential_from_word,
+    philox_words,
+    uniform52_from_words,
 )
 
 MIN_TEMPERATURE = 2.0**-126  # sampled rows use T clamped to [MIN_TEMPERATURE, MAX_TEMPERATURE],
 MAX_TEMPERATURE = 2.0**100  # as the kernel does
+GROUP_TOKENS = 256  # tokens per group of the residual draw (kernels.logits.GROUP_TOKENS)
 ROUNDING = 1e-6  # float32 relative error budget of the kernel's log-probabilities (~16 ulp)
 
 
@@ -185,7 +188,7 @@ def rejection_sample_logits_reference(
     j = np.minimum(a, n)
     rejected = j < n
 
-    # emitted token, sampled rows: exponential race over the residual of row j, in logs:
+    # emitted token, sampled rows: the grouped draw (grouped_draw) from the residual of row j, in logs:
     # log r = log p + log(1 - q/p) where p > q (classic), log p off x_j (one-hot), log p (bonus)
     lp_j = lp[rows, j]  # [B, V]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -193,7 +196,6 @@ def rejection_sample_logits_reference(
             lq_j = np.where(rejected[:, None], lq[rows, np.minimum(j, num_k - 1)], -np.inf)
             gap = np.where(lp_j > lq_j, lq_j - lp_j, -1.0)  # log(q/p) < 0 where r > 0
             log_r = np.where(lp_j > lq_j, lp_j + np.log(-np.expm1(gap)), -np.inf)
-            cancel = np.where(lp_j > lq_j, (1.0 + np.exp(gap)) / -np.expm1(gap), 1.0)  # (p + q) / r
             tie = np.abs(lp_j - lq_j) <= slack(lp_j, lq_j)
             near = rejected[:, None] & np.isfinite(lp_j) & tie  # r could change sign
         else:
@@ -202,7 +204,6 @@ def rejection_sample_logits_reference(
             xj = np.where(rejected, x[rows, np.minimum(j, num_k - 1)], -1) if num_k else np.full(batch, -1)
             hit = rejected & (xj >= 0) & (xj < vocab)
             log_r[hit, np.where(hit, xj, 0)[hit]] = -np.inf
-            cancel = np.ones_like(lp_j)
             near = np.zeros_like(lp_j, dtype=bool)
         has_r = np.isfinite(log_r).any(axis=1)
         fallback = sampled & rejected & ~has_r
@@ -210,20 +211,10 @@ def rejection_sample_logits_reference(
         ambiguous |= sampled & rejected & ~has_r & near.any(axis=1)  # empty could become non-empty
         ambiguous |= sampled & rejected & has_r & ~solid.any(axis=1)  # non-empty could become empty
         weights = np.where(fallback[:, None], lp_j, log_r)
-        cancel = np.where(fallback[:, None], 1.0, cancel)
-        log_e = np.log(gumbel_exponentials(seeds, offsets, vocab, stream=STREAM_LOGITS_RESIDUAL, position=j))
-        scores = weights - log_e
-        err = tol * (1.0 + cancel) + ROUNDING * (np.abs(weights) + np.abs(lp_j) + np.abs(log_e))
-        upper = np.where(np.isfinite(scores), scores + err, -np.inf)
         ghost = ~fallback[:, None] & near & ~np.isfinite(log_r)  # r = 0 here, but barely
-        ghost_r = np.log(tol) + lp_j + np.logaddexp(0.0, lq_j - lp_j)  # r <= tol (p + q)
-        upper = np.where(ghost, ghost_r - log_e + err, upper)
-    winner = scores.argmax(axis=1)
-    race_ok = np.isfinite(weights).any(axis=1)
-    lower_w = scores[rows, winner] - err[rows, winner]
-    upper[rows, winner] = -np.inf
-    ambiguous |= sampled & race_ok & (upper.max(axis=1) >= lower_w)
-    token_s = np.where(race_ok, winner, -1)
+    lq_draw = np.where(fallback[:, None], -np.inf, lq_j)  # the fallback draws from p alone
+    token_s, amb_draw = grouped_draw(weights, lp_j, lq_draw, ghost, seeds, offsets, j, tol)
+    ambiguous |= sampled & amb_draw
 
     token_g = np.where(nonempty[rows, j], arg[rows, j], -1)
     token = np.where(sampled, token_s, np.where(greedy, token_g, -1))
@@ -240,6 +231,92 @@ def rejection_sample_logits_reference(
         valid=token >= 0,
         ambiguous=ambiguous & (sampled | greedy),
     )
+
+
+def group_noise(seeds, offsets, vocab_size: int, position) -> tuple[np.ndarray, np.ndarray]:
+    """([B, NG] Exp(1) E_g, [B, NG] 52-bit uniforms u_g) of the residual draw at emit positions
+    `position` [B]: words 0 and 1-2 of philox(seed, offset, index=g, STREAM_LOGITS_GROUP, position)."""
+    seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)[:, None]
+    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)[:, None]
+    position = np.asarray(position, dtype=np.int64).reshape(-1)[:, None]
+    groups = np.arange(-(-vocab_size // GROUP_TOKENS), dtype=np.int64)[None, :]
+    w0, w1, w2, _ = philox_words(seeds, offsets, groups, STREAM_LOGITS_GROUP, position)
+    return exponential_from_word(w0), uniform52_from_words(w1, w2)
+
+
+def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
+    """log sum exp over `axis`; -inf where every entry is -inf."""
+    top = a.max(axis=axis, keepdims=True)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.squeeze(shift, axis) + np.log(np.exp(a - shift).sum(axis=axis))
+
+
+def grouped_draw(log_w, log_p, log_q, ghost, seeds, offsets, position, tol: float = 1e-4):
+    """The residual draw of every row ([B] int64 token, -1 where log_w has no finite entry) and
+    whether it is ambiguous for a float32 kernel ([B] bool), from log weights log_w [B, V] (-inf = no
+    mass) with the log p / log q [B, V] they came from (log q = -inf where no draft row is used) and
+    `ghost` [B, V]: tokens without weight that the kernel's rounding could give up to tol (p + q).
+
+    Groups g of 256 tokens, R_g = sum of w over g: the winning group is argmax_g log R_g - log E_g
+    (ties: the smaller g), the token the first v of it with C_v > u_g C_last, C the cumulative sum of
+    w over the group (the last token with weight if rounding leaves none); (E_g, u_g) = group_noise.
+    A row is ambiguous where the kernel's error could change the group (a group score within
+    err_g = tol (1 + sum(p + q) / R_g) + ROUNDING (sum((p + q)(|log p| + |log q|)) / R_g + |log R_g| +
+    |log E_g|), sums over the group's weighted tokens, of the winner's; ghosts raise a group's upper
+    bound by their mass) or the token (u_g C_last within ROUNDING (1 + sum(p + q) / R_g + ...) + ghost
+    mass / R_g, relative to C_last, of a C_v: the float32 weights' error, without tol)."""
+    log_w = np.asarray(log_w, dtype=np.float64)
+    batch, vocab = log_w.shape
+    groups = -(-vocab // GROUP_TOKENS)
+    rows = np.arange(batch)
+
+    def blocks(a, fill):
+        out = np.full((batch, groups * GROUP_TOKENS), fill, dtype=a.dtype)
+        out[:, :vocab] = a
+        return out.reshape(batch, groups, GROUP_TOKENS)
+
+    lw = blocks(log_w, -np.inf)
+    lp = blocks(np.asarray(log_p, float), -np.inf)
+    lq = blocks(np.asarray(log_q, float), -np.inf)
+    gh = blocks(np.asarray(ghost, bool), False)
+    e, u = group_noise(seeds, offsets, vocab, position)
+    log_e = np.log(e)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        weighted = np.isfinite(lw)
+        log_pq = np.logaddexp(lp, lq)  # log(p + q)
+        mag = np.where(np.isfinite(lp), np.abs(lp), 0.0) + np.where(np.isfinite(lq), np.abs(lq), 0.0)
+        mass = _logsumexp(lw, 2)  # [B, NG] log R_g
+        cancel = np.exp(_logsumexp(np.where(weighted, log_pq, -np.inf), 2) - mass)
+        spread = np.exp(_logsumexp(np.where(weighted, log_pq + np.log(mag), -np.inf), 2) - mass)
+        fin = np.isfinite(mass)
+        err = np.where(
+            fin,
+            tol * (1.0 + cancel) + ROUNDING * (spread + np.abs(np.where(fin, mass, 0.0)) + np.abs(log_e)),
+            0.0,
+        )
+        log_ghost = np.log(tol) + _logsumexp(np.where(gh, log_pq, -np.inf), 2)
+        score = mass - log_e
+        winner = np.argmax(score, axis=1)  # the first maximum
+        found = np.isfinite(score[rows, winner])
+        lower = score[rows, winner] - err[rows, winner]
+        upper = np.logaddexp(np.where(fin, mass + err, -np.inf), log_ghost) - log_e
+        upper[rows, winner] = -np.inf
+        amb = found & (upper.max(axis=1) >= lower)
+        block = lw[rows, winner]  # [B, 256]
+        top = block.max(axis=1, keepdims=True)
+        w = np.where(np.isfinite(block), np.exp(block - np.where(np.isfinite(top), top, 0.0)), 0.0)
+        cdf = np.cumsum(w, axis=1)
+        total = cdf[:, -1]
+        target = u[rows, winner] * total
+        hit = (cdf > target[:, None]) & (w > 0)
+        last = GROUP_TOKENS - 1 - np.argmax(w[:, ::-1] > 0, axis=1)
+        token = np.where(hit.any(axis=1), np.argmax(hit, axis=1), last)
+        near = np.abs(cdf - target[:, None]).min(axis=1) / np.where(total > 0, total, 1.0)
+        ghost_share = np.exp(log_ghost[rows, winner] - mass[rows, winner])
+        cdf_err = ROUNDING * (1.0 + cancel + spread)[rows, winner]  # float32 weights, float64 sums
+        amb |= found & (near <= cdf_err + np.where(np.isfinite(ghost_share), ghost_share, 0.0))
+    return np.where(found, winner * GROUP_TOKENS + token, -1).astype(np.int64), amb
 
 
 def output_law(p, x, q=None, n=None) -> np.ndarray:

@@ -28,8 +28,9 @@ N_ROUNDS = 10
 STREAM_CHAIN_UNIFORM = 1  # chain rejection: index = column i in [0, K]; word 0 -> uniform
 STREAM_GUMBEL = 2  # fast_sample / sample_from_logits: index = token // 4, word = token % 4
 STREAM_LOGITS_UNIFORM = 3  # rejection_sample_logits acceptance uniforms: index = column
-STREAM_LOGITS_RESIDUAL = 4  # rejection_sample_logits residual race: index = token // 4
+# 4 (the per-token residual race of rejection_sample_logits until session 8) is retired
 STREAM_GUMBEL_GROUP = 5  # fast_sample, one sample: index = token group (256 tokens); words 0, 1, 2
+STREAM_LOGITS_GROUP = 6  # rejection_sample_logits residual draw: index = token group, position = j
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)

@@ -105,14 +105,32 @@ def logits_cases():
         drafts = rng.integers(0, vocab, k)
         drafts[0] = int(np.argmax(lg[0]))  # a greedy row accepts draft 0
         out.append((name, lg, dl, drafts))
+    # mass on eight tokens in three groups of 256 (the residual draw's unit; the last group partial),
+    # -inf logits elsewhere: the one case where the draw's group-level race decides the law
+    name = "logits_three_groups_V700_K2_classic"
+    rng = case_rng(name)
+    support = np.array([3, 100, 256, 300, 511, 512, 650, 699])
+    lg = np.full((3, 700), -np.inf)
+    dl = np.full((2, 700), -np.inf)
+    lg[:, support] = round_to_dtype(rng.normal(0, 1.5, (3, support.size)), "float32")
+    dl[:, support] = round_to_dtype(lg[:2, support] + rng.normal(0, 1, (2, support.size)), "float32")
+    drafts = support[rng.integers(0, support.size, 2)]
+    drafts[0] = int(np.argmax(lg[0]))
+    out.append((name, lg, dl, drafts))
     return out
 
 
+COUPLING_WIDE_ROWS = 65_536  # coupling rows of a case with (K+1) V > 1024 (the three-groups case)
+
+
 def certify_logits_coupling(sampler, case, budget: Budget, salt=0) -> CertRecord:
+    """Seeded coupling with the float64 reference. The reference materialises [rows, K+1, V] float64
+    log-probabilities, so a wide case ((K+1) V > 1024) runs at most COUPLING_WIDE_ROWS rows (the
+    full budget's 1,048,576 rows would need ~17 GB per array at V = 700); the record states n."""
     name, lg, dl, drafts = case
     seed = law_seed(name, "coupling_seeded", salt)
     rng = np.random.default_rng(seed)
-    rows = budget.seeded_rows
+    rows = budget.seeded_rows if lg.size <= 1024 else min(budget.seeded_rows, COUPLING_WIDE_ROWS)
     temps = rng.choice([0.0, 0.5, 1.0, 1.7], rows)
     seeds = rng.integers(0, 1 << 62, rows, dtype=np.int64)
     offsets = rng.integers(0, 1 << 40, rows, dtype=np.int64)

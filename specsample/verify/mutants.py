@@ -149,6 +149,7 @@ _ANCHORS = {
     "kernel_arrival_counter_kept": "persistent counters (kernels/_arrivals.py)",
     "kernel_gumbel_counter_kept": "persistent counters (kernels/_arrivals.py)",
     "kernel_grouped_uniform_from_e_word": "docs/semantics.md: u_g from words 1-2, E_g from word 0",
+    "kernel_logits_group_uniform_from_e_word": "docs/semantics.md: u_g from words 1-2, E_g from word 0",
     "kernel_shared_column": "vLLM #47386",
     "kernel_offset_ignored": "FlashInfer (frozen randomness across CUDA-graph replays)",
     "kernel_offset_int32_overflow": "vLLM #46560",
@@ -159,6 +160,7 @@ _ANCHORS = {
 # in the module's source, or building the mutant fails (and the mutant counts as not killed).
 _CHAIN = "specsample.kernels.chain"
 _GUMBEL = "specsample.kernels.gumbel"
+_LOGITS = "specsample.kernels.logits"
 KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
     (
         "kernel_le_accepts_zero_prob",
@@ -275,6 +277,19 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         ],
     ),
     (
+        "kernel_logits_group_uniform_from_e_word",
+        _LOGITS,
+        "rejection_sample_logits kernel: the residual draw picks the token inside the winning group "
+        "with a uniform built from E_g's own Philox word (the group's win and its inverse CDF become "
+        "dependent)",
+        [
+            (
+                r"u_g = uniform52_from_words\(words_g\[1\], words_g\[2\]\)",
+                "u_g = uniform52_from_words(words_g[0], words_g[2])",
+            ),
+        ],
+    ),
+    (
         "kernel_offset_ignored",
         _CHAIN,
         "chain kernel: the Philox offset is not applied (frozen across replays)",
@@ -325,12 +340,16 @@ def catalogue(include_kernel: bool = True) -> list[Mutant]:
         )
     if include_kernel:
         for name, module, desc, patches in KERNEL_PATCHES:
-            family = "gumbel" if module.endswith("gumbel") else "chain"
+            family = module.rsplit(".", 1)[1] if module != _CHAIN else "chain"
 
             def build(module=module, patches=patches, name=name, family=family):
                 mod = patched_module(module, patches)
                 if family == "gumbel":
                     s = specsample_gumbel_sampler("auto", mod.__name__)
+                elif family == "logits":
+                    from specsample.verify.logits_family import specsample_logits_sampler
+
+                    s = specsample_logits_sampler("auto", mod.__name__)
                 else:
                     s = specsample_sampler("auto", mod.__name__)
                 s.name = f"mutant:{name}"

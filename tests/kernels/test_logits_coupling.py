@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from specsample.kernels import logits as kl
 from specsample.stats import current_test_seed, tv_ucb_from_coupling
 from tests.kernels.test_logits_cases import make_batch, row_mismatch, run_both
 
@@ -25,15 +26,19 @@ TV_EPS = 4e-3  # zero mismatches give CP 2.3e-3 at n = 6000; the assertion fails
 
 
 @pytest.mark.parametrize(
-    "classic,dtype", [(False, "fp32"), (True, "fp32"), (False, "bf16"), (True, "fp16")], ids=str
-)
-def test_coupling_with_float64_reference(classic, dtype):
-    """n = 6000 requests, K = 3, V = 40, temperatures {0, 0.35, 1, 2.5} mixed with invalid ones, ragged
+    "classic,dtype,vocab",
+    [(False, "fp32", 40), (True, "fp32", 40), (False, "bf16", 40), (True, "fp16", 40),
+     (True, "fp32", 700), (False, "bf16", 700)],
+    ids=str,
+)  # fmt: skip
+def test_coupling_with_float64_reference(classic, dtype, vocab):
+    """n = 6000 requests, K = 3, V = 40 (one group of the residual draw) and 700 (three groups, the
+    draw's group race decides), temperatures {0, 0.35, 1, 2.5} mixed with invalid ones, ragged
     counts, NaN/inf logits, empty rows, bad draft ids, p == q drafts. Asserts: no mismatch outside
     reference-ambiguous rows; TV(kernel, reference) <= 4e-3 at confidence 1 - 1e-6 (Clopper-Pearson,
     every mismatch counted); emitted ids in [0, V) or -1, never a token with a non-finite logit."""
     seed = current_test_seed()
-    case = make_batch(seed, N_ROWS, 3, 40, classic=classic, dtype=dtype)
+    case = make_batch(seed, N_ROWS, 3, vocab, classic=classic, dtype=dtype)
     kernel, ref = run_both(case)
     differ = row_mismatch(kernel, ref)
     unexplained = np.flatnonzero(differ & ~ref.ambiguous)
@@ -47,7 +52,7 @@ def test_coupling_with_float64_reference(classic, dtype):
     assert cert.tv_bound <= TV_EPS, f"{cert.what}: {int(differ.sum())}/{N_ROWS} rows differ (seed {seed})"
 
     tokens, accepted = kernel[0], kernel[1]
-    assert np.all((tokens >= -1) & (tokens < 40))
+    assert np.all((tokens >= -1) & (tokens < vocab))
     lg = case["target_logits"].float().numpy()
     rows = np.arange(N_ROWS)
     emitted = tokens[rows, accepted]
@@ -55,24 +60,47 @@ def test_coupling_with_float64_reference(classic, dtype):
     assert np.all(np.isfinite(lg[rows[shown], accepted[shown], emitted[shown]])), "emitted a zero-mass token"
 
 
-def test_chunking_leaves_tokens_unchanged():
-    """Tile and chunk sizes (phase-1 chunks of 2 x 16 columns, race chunks of 32, vs one chunk per row)
-    change no output outside reference-ambiguous rows: the race noise is keyed by token id only, and
-    chunk winners combine in token order. n = 1500 requests, K = 2, V = 100, all edge cases on."""
+@pytest.mark.parametrize("race_tiles", [1, 2])
+def test_chunking_leaves_tokens_unchanged(race_tiles):
+    """Tile and chunk sizes (phase-1 chunks of 2 x 16 columns, race chunks of 1 or 2 groups of 256,
+    vs one chunk per row) change no output outside reference-ambiguous rows: the draw's noise is keyed
+    by group id only, and chunk winners combine in group order. n = 600 requests, K = 2, V = 700
+    (three groups, the last partial), all edge cases on."""
     seed = current_test_seed()
-    case = make_batch(seed, 1500, 2, 100, classic=True)
+    case = make_batch(seed, 600, 2, 700, classic=True)
     whole, ref = run_both(case)
-    small = {"stats_block": 16, "stats_tiles": 2, "race_block": 32, "race_tiles": 1}
+    small = {"stats_block": 16, "stats_tiles": 2, "race_block": 256, "race_tiles": race_tiles}
     chunked, _ = run_both(case, config=small)
     differ = row_mismatch(chunked, ref) | row_mismatch(whole, ref)
     assert not np.any(differ & ~ref.ambiguous), f"chunking changed tokens on {np.flatnonzero(differ)[:5]}"
     assert np.array_equal(whole[0][~ref.ambiguous], chunked[0][~ref.ambiguous])
 
 
+@pytest.mark.parametrize("vocab", [1, 2, 3, 7, 255, 256, 257, 700, 151936])
+def test_gpu_default_config_is_valid(monkeypatch, vocab):
+    """The GPU branch of launch_config (not run by the interpreter) gives a valid config at every
+    vocabulary size, short rows included: H200 run 44's corpus hit race_block = 1 at V = 1."""
+    monkeypatch.setattr(kl, "interpreting", lambda: False)
+    cfg = kl.launch_config(3, 4, vocab)
+    assert cfg["race_block"] >= 4 and cfg["race_block"] & (cfg["race_block"] - 1) == 0
+    assert cfg["race_block"] % 256 == 0 or (cfg["race_block"] >= vocab and cfg["race_tiles"] == 1)
+
+
+def test_race_block_must_hold_whole_groups():
+    """A race tile narrower than a 256-token group is accepted only when one tile covers the row
+    (groups never straddle chunks); anything else is a ValueError before launch."""
+    assert kl.launch_config(4, 3, 37, {"race_block": 64, "race_tiles": 1})["race_block"] == 64
+    for bad in ({"race_block": 32, "race_tiles": 1}, {"race_block": 64, "race_tiles": 2}):
+        with pytest.raises(ValueError, match="256-token group"):
+            kl.launch_config(4, 3, 37 if bad["race_block"] == 32 else 60, bad)
+    with pytest.raises(ValueError, match="256-token group"):
+        kl.launch_config(4, 3, 700, {"race_block": 128, "race_tiles": 8})
+
+
 @pytest.mark.parametrize("classic", [True, False], ids=["classic", "onehot"])
 def test_fast_log_race_couples_with_reference(classic):
-    """The opt-in fast_log race (one logarithm in log1mexp, approximate division in log E; on a GPU
-    also the hardware log2, which the interpreter does not have) keeps every output equal to the
+    """The opt-in fast_log race (approximate division in log E; on a GPU also the hardware log2,
+    which the interpreter does not have) keeps every output equal to the
     float64 reference outside its ambiguous rows. n = 1500 requests, K = 2, V = 100."""
     seed = current_test_seed()
     case = make_batch(seed, 1500, 2, 100, classic=classic)

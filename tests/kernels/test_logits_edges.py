@@ -86,7 +86,7 @@ def test_greedy_rows_exact(chunked):
         rng.random((batch, num_k)) < 0.8, clean.argmax(-1), rng.integers(-1, vocab + 1, (batch, num_k))
     )
     n = rng.integers(0, num_k + 1, batch)
-    config = {"stats_block": 4, "stats_tiles": 2, "race_block": 8, "race_tiles": 1} if chunked else None
+    config = {"stats_block": 4, "stats_tiles": 2, "race_block": 64, "race_tiles": 1} if chunked else None
     res = sample_logits(
         torch.tensor(lg, dtype=torch.float32), torch.tensor(x), temperature=torch.zeros(batch),
         seeds=torch.tensor(rng.integers(0, 2**62, batch)), offsets=torch.zeros(batch, dtype=torch.int64),

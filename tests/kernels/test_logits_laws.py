@@ -96,3 +96,52 @@ def test_joint_law_and_acceptance_rate(classic, temperature):
         f"{label}: draft-0 acceptance {hits}/{N} = {hits / N:.4f} outside [{lo}, {hi}] for beta={beta0:.4f} "
         f"(exact binomial, alpha={ALPHA}, detects |rate - beta| >= {EPS_ACC} w.p. 1-{BETA}; seed {seed})"
     )
+
+
+SUPPORT = np.array([5, 100, 260, 511, 512, 690])  # groups 0, 0, 1, 1, 2, 2 of the residual draw
+N_GROUPS = 20_000
+EPS_GROUPS = 0.05
+
+
+@pytest.mark.parametrize("classic", [False, True], ids=["one-hot", "classic"])
+def test_joint_law_across_draw_groups(classic):
+    """The residual draw's group race on its production path: V = 700 (groups of 256 tokens: three, the
+    last partial) with mass on six tokens, two per group, -inf logits elsewhere; K = 2, T = 1. The
+    law of (a, emitted token) is output_law on the six-token restriction (tokens without mass can
+    never be emitted, so any other id fails). assert_gof on the 3 x 7 cells at alpha = 1e-6, power
+    1 - 1e-6 against TV >= 0.05, n = 20,000 rows (the design check in assert_gof)."""
+    seed = current_test_seed()
+    rng = np.random.default_rng(seed)
+    ls = rng.normal(0.0, 1.0, (K + 1, SUPPORT.size)).astype(np.float32)
+    ds = (ls[:K] + rng.normal(0.0, 1.0, (K, SUPPORT.size))).astype(np.float32)
+    p, q = softmax_logits(ls, 1.0), softmax_logits(ds, 1.0)
+    lg = np.full((K + 1, 700), -np.inf, dtype=np.float32)
+    dl = np.full((K, 700), -np.inf, dtype=np.float32)
+    lg[:, SUPPORT], dl[:, SUPPORT] = ls, ds
+    if classic:
+        xs = np.stack([rng.choice(SUPPORT.size, N_GROUPS, p=q[i]) for i in range(K)], axis=1)
+        law = sum(
+            np.prod([q[i, c[i]] for i in range(K)]) * output_law(p, c, q)
+            for c in itertools.product(range(SUPPORT.size), repeat=K)
+        )
+    else:
+        c = np.argsort(-p[:K], axis=1)[:, 1]
+        xs = np.broadcast_to(c, (N_GROUPS, K))
+        law = output_law(p, c)
+    res = sample_logits(
+        torch.from_numpy(lg)[None].expand(N_GROUPS, K + 1, 700),
+        torch.tensor(SUPPORT[xs], dtype=torch.int64),
+        torch.from_numpy(dl)[None].expand(N_GROUPS, K, 700) if classic else None,
+        temperature=torch.ones(N_GROUPS),
+        seeds=torch.tensor(rng.integers(0, 2**63 - 1, N_GROUPS, dtype=np.int64)),
+        offsets=torch.full((N_GROUPS,), int(rng.integers(0, 2**62)), dtype=torch.int64),
+    )
+    tokens, accepted = res.tokens.numpy(), res.num_accepted.numpy().astype(np.int64)
+    emitted = tokens[np.arange(N_GROUPS), accepted]
+    where = np.full(701, -1)
+    where[SUPPORT] = np.arange(SUPPORT.size)
+    cell = np.where(emitted >= 0, where[emitted], SUPPORT.size)
+    assert np.all(cell >= 0), f"emitted tokens without mass: {np.unique(emitted[cell < 0])[:5]}"
+    counts = np.bincount(accepted * (SUPPORT.size + 1) + cell, minlength=(K + 1) * (SUPPORT.size + 1))
+    assert_gof(counts, law.ravel(), eps=EPS_GROUPS, alpha=ALPHA, beta=BETA, seed=seed,
+               label=f"logits {'classic' if classic else 'one-hot'} across draw groups")  # fmt: skip

@@ -18,10 +18,12 @@ from specsample.reference.logits import (
     softmax_logits,
 )
 from specsample.reference.philox import (
-    STREAM_LOGITS_RESIDUAL,
+    STREAM_LOGITS_GROUP,
     STREAM_LOGITS_UNIFORM,
     chain_uniforms,
-    gumbel_exponentials,
+    exponential_from_word,
+    philox_words,
+    uniform52_from_words,
 )
 from specsample.stats import assert_gof, current_test_seed
 
@@ -80,18 +82,39 @@ def _row_semantics(lg, x, dl, temp, seed, offset, n):
         if not np.isfinite(log_r).any():
             log_r, fallback = lp[a], True
     out[:a] = x[:a]
-    if np.isfinite(log_r).any():
-        e = gumbel_exponentials([seed], [offset], vocab, stream=STREAM_LOGITS_RESIDUAL, position=a)[0]
-        out[a] = int(np.argmax(log_r - np.log(e)))
+    if np.isfinite(log_r).any():  # the grouped draw: the best group by log R_g - log E_g, then its CDF
+        best, best_g = -np.inf, -1
+        for g in range(-(-vocab // 256)):
+            part = log_r[256 * g : 256 * (g + 1)]
+            if not np.isfinite(part).any():
+                continue
+            w0, _, _, _ = philox_words(seed, offset, g, STREAM_LOGITS_GROUP, a)
+            score = part.max() + np.log(np.exp(part - part.max()).sum()) - np.log(exponential_from_word(w0))
+            if score > best:
+                best, best_g = score, g
+        part = log_r[256 * best_g : 256 * (best_g + 1)]
+        w = np.exp(part - part.max())
+        _, w1, w2, _ = philox_words(seed, offset, best_g, STREAM_LOGITS_GROUP, a)
+        target = uniform52_from_words(w1, w2) * w.sum()
+        total, token = 0.0, -1
+        for v in range(w.size):
+            total += w[v]
+            if w[v] > 0:
+                token = v  # the last token with weight, unless the CDF passes the target first
+                if total > target:
+                    break
+        out[a] = 256 * best_g + token
     return out, a, fallback, bool(out[a] >= 0)
 
 
+@pytest.mark.parametrize("vocab", [7, 600])
 @pytest.mark.parametrize("classic", [False, True], ids=["one-hot", "classic"])
-def test_vectorised_reference_equals_row_semantics(classic):
-    """400 adversarial requests (NaN/inf logits, empty rows, bad ids, p == q drafts, invalid, tiny and
-    huge temperatures, ragged counts): every output field equals the scalar transcription."""
+def test_vectorised_reference_equals_row_semantics(classic, vocab):
+    """Adversarial requests (NaN/inf logits, empty rows, bad ids, p == q drafts, invalid, tiny and
+    huge temperatures, ragged counts), 400 at V = 7 (one group) and 60 at V = 600 (three groups, the
+    last one partial): every output field equals the scalar transcription."""
     rng = np.random.default_rng(current_test_seed())
-    batch, num_k, vocab = 400, 3, 7
+    batch, num_k = (400 if vocab < 256 else 60), 3
     lg = rng.normal(0, 2, (batch, num_k + 1, vocab))
     hole = rng.random(lg.shape) < 0.15
     lg[hole] = rng.choice([np.nan, np.inf, -np.inf], hole.sum())
