@@ -48,12 +48,14 @@ SWEEP = [
     {"lane_i32": False, "stats_block": 2048, "stats_tiles": 4},
     {"lane_i32": True, "stats_block": 2048, "stats_tiles": 4},
 ]
-# what perf() times per case: the grouped residual draw's default (1-warp programs, 1024-token tiles,
-# race_tiles by _race_tiles) against other chunk lengths (session 8; run 40 also timed a 2048-token
-# 2-warp tiling: slower than 1024 x 1 warp in 7 of 8 cases; run 41 tiles 1 and 16: slower everywhere).
-# Runs 30-32 timed the per-token race's screening variants here; that race is gone.
-PERF_SWEEP = [None, {"race_tiles": 2}, {"race_tiles": 4}, {"race_tiles": 8}]
-SWEEP_NAMES = "default/tiles-2/tiles-4/tiles-8"
+# what perf() times per case: the grouped residual draw's default (1-warp programs, 512-token tiles
+# with the next tile's loads issued first, race_tiles by _race_tiles: 4096-token chunks at
+# (64, 4, 151936), 8192 at (128, 8, 128256)) against other chunk lengths and run 41's 1024-token
+# tiles (session 8; run 40 also timed a 2048-token 2-warp tiling: slower than 1024 x 1 warp in 7 of 8
+# cases; run 41 1024-token tiles x 1 and x 16: slower everywhere).
+PERF_SWEEP = [None, {"race_tiles": 4}, {"race_tiles": 16}, {"race_block": 1024, "race_tiles": 4},
+              {"race_block": 1024, "race_tiles": 8}]  # fmt: skip
+SWEEP_NAMES = "default/512x4/512x16/1024x4/1024x8"
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 

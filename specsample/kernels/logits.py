@@ -32,11 +32,12 @@ Three launches, no host synchronisation, no data-dependent shapes:
    emit position j, and writes every output except a sampled row's emitted token, plus row j's
    statistics for the race (once per request, not once per race chunk: H200 run 41).
 3. `_logits_race_kernel`, grid (request blocks, vocabulary chunks of whole groups): every program
-   reads its chunk of row j (and of draft row j) once: per group the log mass of the residual and of
-   p (the fallback), each against the group's largest log p so that nothing overflows or vanishes at
-   tiny T; then one Philox call per group. It stores its best group of each; the last program to
-   arrive for a request block (an atomic counter) picks the winning group, re-reads its 256 tokens
-   and writes the emitted token.
+   (one warp on the GPU, 512-token tiles, the next tile's loads issued before this tile's
+   arithmetic) reads its chunk of row j (and of draft row j) once: per group the log mass of the
+   residual and of p (the fallback), each against the group's largest log p so that nothing
+   overflows or vanishes at tiny T; then one Philox call per group. It stores its best group of
+   each; the last program to arrive for a request block (an atomic counter) picks the winning
+   group, re-reads its 256 tokens and writes the emitted token.
 
 Must-read bytes are every target row (plus draft rows) once, plus row j (and draft row j) of each
 request: (K+2)/(K+1) of the floor for one-hot drafts, (2K+3)/(2K+1) for classic drafts.
@@ -357,22 +358,38 @@ def _pick_int(values, pos, j):
 
 
 @triton.jit
-def _group_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q, norm_q, scale2, st_v, sd_v,
-                HAS_DRAFT_LOGITS: tl.constexpr):  # fmt: skip
-    """(log2 p, log2 q, res) of the tokens cols [.., W] of row j (broadcast against [R] rows through
-    t_row / d_row and the row statistics, pre-expanded to cols' rank; see _log2_prob): res marks the
-    residual's support, p > q where the draft row is used (use_q, else q = 0), p > 0 off the
-    rejected draft x_j (one-hot) or p > 0 (bonus row)."""
-    l = _clean_logits(load_once(t_row + cols * st_v, live, float("-inf")))
-    lp2 = _log2_prob(l, shift_p, scale2, norm_p)
+def _group_load(t_row, d_row, cols, live, use_q, st_v, sd_v, HAS_DRAFT_LOGITS: tl.constexpr):
+    """(target, draft) logits of the tokens cols [.., W] of row j as stored (-inf off `live`; the
+    draft only where the draft row is used, use_q; one-hot drafts: the target again, unused)."""
+    l = load_once(t_row + cols * st_v, live, float("-inf"))
     if HAS_DRAFT_LOGITS:
-        dl = _clean_logits(load_once(d_row + cols * sd_v, live & use_q, float("-inf")))
-        lq2 = _log2_prob(dl, shift_q, scale2, norm_q)
+        dl = load_once(d_row + cols * sd_v, live & use_q, float("-inf"))
+    else:
+        dl = l
+    return l, dl
+
+
+@triton.jit
+def _group_logs(l, dl, cols, x_j, shift_p, norm_p, shift_q, norm_q, scale2, HAS_DRAFT_LOGITS: tl.constexpr):
+    """(log2 p, log2 q, res) of loaded logits (_group_load; the row statistics pre-expanded to cols'
+    rank; see _log2_prob): res marks the residual's support, p > q where the draft row is used (else
+    q = 0), p > 0 off the rejected draft x_j (one-hot) or p > 0 (bonus row)."""
+    lp2 = _log2_prob(_clean_logits(l), shift_p, scale2, norm_p)
+    if HAS_DRAFT_LOGITS:
+        lq2 = _log2_prob(_clean_logits(dl), shift_q, scale2, norm_q)
         res = lp2 > lq2
     else:
         lq2 = lp2
         res = (lp2 > _NEG_INF) & (cols != x_j)
     return lp2, lq2, res
+
+
+@triton.jit
+def _group_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q, norm_q, scale2, st_v, sd_v,
+                HAS_DRAFT_LOGITS: tl.constexpr):  # fmt: skip
+    """_group_logs of _group_load: (log2 p, log2 q, res) of the tokens cols of row j."""
+    l, dl = _group_load(t_row, d_row, cols, live, use_q, st_v, sd_v, HAS_DRAFT_LOGITS)
+    return _group_logs(l, dl, cols, x_j, shift_p, norm_p, shift_q, norm_q, scale2, HAS_DRAFT_LOGITS)
 
 
 @triton.jit
@@ -542,18 +559,30 @@ def _race_block(
     mass_r = tl.full((BLOCK_ROWS, TILES_P2, NG), _NEG_INF, tl.float32)  # log R_g (residual; classic)
     mass_p = tl.full((BLOCK_ROWS, TILES_P2, NG), _NEG_INF, tl.float32)  # log P_g (p: fallback, one-hot)
     if tl.max(sampled.to(tl.int32), axis=0) > 0:  # greedy-only blocks skip the race (uniform branch)
+        # software-pipelined: tile t + 1's loads are issued before tile t's arithmetic, so a warp's
+        # next bytes are in flight while it computes. H200 run 45 (same run, graph µs, with 512-token
+        # tiles: 1024 would need 229 registers): 1.03-1.04x at (64, 4, 151936) classic, 1.00-1.01x in
+        # the six other cases (predicted up to 1.3x on the race pass: loads and math in lockstep
+        # across warps was not the main cost)
+        cols = ((chunk * TILES) * BLOCK_V + in_group.to(tl.int64))[None, :, :]  # [1, NG, GW]
+        l_next, dl_next = _group_load(t_row[:, None, None], d_row[:, None, None], cols,
+                                      sampled[:, None, None] & (cols < V), use_q[:, None, None], st_v, sd_v,
+                                      HAS_DRAFT_LOGITS)  # fmt: skip
         for tile in range(TILES):
-            cols = ((chunk * TILES + tile) * BLOCK_V + in_group.to(tl.int64))[None, :, :]  # [1, NG, GW]
-            live = sampled[:, None, None] & (cols < V)
-            lp, lq, res = _group_tile(t_row[:, None, None], d_row[:, None, None], cols, live,
-                                      use_q[:, None, None], x_j[:, None, None], shift_p[:, None, None],
+            l = l_next
+            dl = dl_next
+            more = sampled[:, None, None] & (cols + BLOCK_V < V) & (tile + 1 < TILES)
+            l_next, dl_next = _group_load(t_row[:, None, None], d_row[:, None, None], cols + BLOCK_V, more,
+                                          use_q[:, None, None], st_v, sd_v, HAS_DRAFT_LOGITS)  # fmt: skip
+            lp, lq, res = _group_logs(l, dl, cols, x_j[:, None, None], shift_p[:, None, None],
                                       norm_p[:, None, None], shift_q[:, None, None], norm_q[:, None, None],
-                                      scale2[:, None, None], st_v, sd_v, HAS_DRAFT_LOGITS)  # fmt: skip
+                                      scale2[:, None, None], HAS_DRAFT_LOGITS)  # fmt: skip
             tile_p = _group_log_mass(lp, lq, res, False, False, FAST_LOG, 2)  # [R, NG]
             mass_p = tl.where(slot_t == tile, tile_p[:, None, :], mass_p)
             if HAS_DRAFT_LOGITS:  # r = max(0, p - q) (r = p where the draft row is not used: q = 0)
                 tile_r = _group_log_mass(lp, lq, res, True, True, FAST_LOG, 2)
                 mass_r = tl.where(slot_t == tile, tile_r[:, None, :], mass_r)
+            cols += BLOCK_V
     mass_p = tl.reshape(mass_p, (BLOCK_ROWS, TILES_P2 * NG))
     mass_r = tl.reshape(mass_r, (BLOCK_ROWS, TILES_P2 * NG))
     groups = chunk * (TILES * NG) + tl.arange(0, TILES_P2 * NG).to(tl.int64)[None, :]  # [1, S]
@@ -703,12 +732,13 @@ _RACE_PROGRAMS = 2048  # race-pass programs (one warp each) wanted at least (~15
 
 
 def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
-    """Tiles per race-pass program: the longest of 8, 4, 2 that still gives batch x chunks >= 2048
+    """Tiles per race-pass program: the longest of 16, 8, 4, 2 that still gives batch x chunks >= 2048
     one-warp programs (1 if none does; never more tiles than the row has). H200 run 41 (graph µs,
-    same run, ci/gpu/logits_gpu.py, tiles 1/2/4/8/16): 4 tiles fastest or within 1% at
-    (64, 4, 151936), 8 tiles at (128, 8, 128256); 1 tile 1.04-1.12x slower, 16 tiles 1.02-1.18x."""
+    same run, ci/gpu/logits_gpu.py, 1024-token tiles x 1 / 2 / 4 / 8 / 16): chunks of 4096 tokens
+    fastest or within 1% at (64, 4, 151936), 8192 at (128, 8, 128256); this rule gives those chunks
+    with the 512-token tiles of run 45 (8 and 16 tiles)."""
     tiles = cdiv(vocab, race_block)
-    for want in (8, 4, 2):
+    for want in (16, 8, 4, 2):
         if batch * cdiv(vocab, race_block * want) >= _RACE_PROGRAMS:
             return max(1, min(want, tiles))
     return 1
@@ -748,7 +778,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None) -> di
         # fit). H200 run 21, same run, graph time: 1.04-1.07x faster for fp32 and 1.13-1.24x for bf16
         # than 2048 x 4 tiles with 64-bit offsets (offline SASS 43.8 -> 29.1 instructions per element)
         stats_block = max(128, min(4096, vocab_pow2))
-        race_block = max(4, min(1024, vocab_pow2))  # whole groups of 256, or one tile covering a short row
+        race_block = max(4, min(512, vocab_pow2))  # whole groups of 256, or one tile covering a short row
         cfg = {
             "stats_block": stats_block, "stats_tiles": max(1, min(2, cdiv(vocab, stats_block))),
             "race_block": race_block, "race_tiles": _race_tiles(batch, vocab, race_block),

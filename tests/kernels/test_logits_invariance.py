@@ -87,10 +87,11 @@ def _outputs_with(case: dict, config: dict) -> list[np.ndarray]:
 
 
 def test_race_tiles_rule():
-    """The GPU race pass takes 4 tiles of 1024 tokens per program at (64, 4, 151936) and 8 at
-    (128, 8, 128256) (H200 run 41's fastest), the longest of 8 / 4 / 2 that still gives >= 2048
-    programs elsewhere, 1 for small batches, and never more tiles than the row has."""
-    assert _kl._race_tiles(64, 151936, 1024) == 4 and _kl._race_tiles(128, 128256, 1024) == 8
-    assert _kl._race_tiles(32, 151936, 1024) == 2
-    assert _kl._race_tiles(1, 151936, 1024) == 1 and _kl._race_tiles(16, 151936, 1024) == 1
-    assert _kl._race_tiles(4096, 1000, 1024) == 1 and _kl._race_tiles(4096, 2000, 512) == 4
+    """The GPU race pass reads chunks of 4096 tokens (8 tiles of 512) per program at (64, 4, 151936)
+    and 8192 (16 tiles) at (128, 8, 128256) (H200 run 41's fastest chunk lengths), the longest of
+    16 / 8 / 4 / 2 tiles that still gives >= 2048 programs elsewhere, 1 for small batches, and never
+    more tiles than the row has."""
+    assert _kl._race_tiles(64, 151936, 512) == 8 and _kl._race_tiles(128, 128256, 512) == 16
+    assert _kl._race_tiles(32, 151936, 512) == 4 and _kl._race_tiles(16, 151936, 512) == 2
+    assert _kl._race_tiles(1, 151936, 512) == 1 and _kl._race_tiles(4, 151936, 512) == 1
+    assert _kl._race_tiles(4096, 1000, 512) == 2 and _kl._race_tiles(4096, 2000, 256) == 8
