@@ -95,3 +95,27 @@ def test_race_tiles_rule():
     assert _kl._race_tiles(32, 151936, 512) == 4 and _kl._race_tiles(16, 151936, 512) == 2
     assert _kl._race_tiles(1, 151936, 512) == 1 and _kl._race_tiles(4, 151936, 512) == 1
     assert _kl._race_tiles(4096, 1000, 512) == 2 and _kl._race_tiles(4096, 2000, 256) == 8
+
+
+def test_launch_plan_follows_the_live_buffers():
+    """The launcher caches its plan (scratch buffers, grids, constexprs) per shape, config and stream,
+    keyed by kernels/_stream_buffers.generation(): after the buffers are discarded (as the mutant
+    harness does after a kernel that leaves counters dirty) the next call builds a new plan on fresh
+    buffers instead of reusing the forgotten ones, and outputs are unchanged."""
+    from specsample.kernels import _stream_buffers as sb
+
+    case = make_batch(current_test_seed(), 40, 2, 29, classic=True)
+    first = _outputs(case)
+    before = set(_kl._PLANS)
+    again = _outputs(case)
+    assert set(_kl._PLANS) == before, "a repeat call built a new plan"
+    _assert_same(again, first, "repeat call")
+    gen = sb.generation()
+    sb.discard_stream_buffers()
+    assert sb.generation() != gen
+    _assert_same(_outputs(case), first, "after discard")
+    new_keys = set(_kl._PLANS) - before
+    assert new_keys and all(k[2] == sb.generation() for k in new_keys), "no plan for the new generation"
+    old_scratch = {id(t) for k in before for t in _kl._PLANS[k][2]}
+    new_scratch = {id(t) for k in new_keys for t in _kl._PLANS[k][2]}
+    assert not old_scratch & new_scratch, "the new plan reuses discarded buffers"
