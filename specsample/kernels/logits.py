@@ -468,6 +468,7 @@ def _accept_block(
     m_j = _pick(big_m, pos, j)
     log_s_j = _pick(log_s, pos, j)
     x_j = tl.where(rejected, _pick_int(x, pos, j), -1)
+    x_j = tl.where((x_j >= 0) & (x_j < V), x_j, -1)  # stored as int32: an invalid id (even 2^40) is -1
 
     if HAS_DRAFT_LOGITS:
         m_dj = _pick(big_md, pos, j)
