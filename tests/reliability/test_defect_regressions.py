@@ -137,3 +137,24 @@ def test_softmax_at_infinite_temperature_across_tiles_and_chunks(request, tiles_
     want = rg.softmax_with_temperature(l, temperature.numpy())
     err = np.abs(probs_out.numpy() - want).max(axis=1)
     assert (err <= 1e-6).all(), f"rows {np.flatnonzero(err > 1e-6).tolist()}: max error {err.max():.3g}"
+
+
+@pytest.mark.parametrize("bad_id", [2**40, 2**32, -(2**40)])
+def test_logits_one_hot_rejection_of_an_id_beyond_int32(bad_id):
+    """Fixed in a164a2c. rejection_sample_logits, one-hot drafts, int64 draft id 2^40 (out of range,
+    so rejected): the accept kernel stored the rejected id as int32, 2^40 became token 0, and the
+    residual (p, nothing excluded for an invalid id) lost token 0. Row [0, -inf, -inf]: all the mass
+    on token 0, so the draw gave fallback = True instead of emitting 0 with fallback False; uniform
+    rows drew from the wrong support. Must: token 0, fallback False, valid; uniform rows equal the
+    float64 reference (64 seeds)."""
+    batch, vocab = 64, 5
+    lg = torch.full((batch, 2, vocab), 0.0)
+    lg[0, 0] = torch.tensor([0.0, float("-inf"), float("-inf"), float("-inf"), float("-inf")])
+    x = torch.full((batch, 1), bad_id, dtype=torch.int64)
+    t = torch.ones(batch)
+    seeds = torch.arange(batch, dtype=torch.int64)
+    offsets = torch.zeros(batch, dtype=torch.int64)
+    res = ss.rejection_sample_logits(lg, x, temperature=t, seeds=seeds, offsets=offsets)
+    assert res.tokens[0].tolist() == [0, -1] and not bool(res.fallback[0]) and bool(res.valid[0])
+    ref = rejection_sample_logits_reference(lg, x, temperature=t, seeds=seeds, offsets=offsets)
+    assert res.tokens.tolist() == ref.tokens.tolist() and res.fallback.tolist() == ref.fallback.tolist()
