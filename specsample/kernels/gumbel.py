@@ -230,15 +230,24 @@ def _pick_in_group(probs_ptr, rows, ok, group, u, stride_b, stride_v, V, LANES: 
     C_v > u C_last and p_v > 0, C the float64 inclusive cumulative sum of clean p and u [R] the
     group's 52-bit uniform; the last token with mass if rounding leaves none. LANES: 256, or a power
     of two >= V when V < 256."""
-    lane = tl.arange(0, LANES)[None, :]
-    cols = group[:, None] * _GROUP + lane
+    cols = group[:, None] * _GROUP + tl.arange(0, LANES)[None, :]
     mask = ok[:, None] & (cols < V)
     p = _clean(tl.load(probs_ptr + rows[:, None] * stride_b + cols * stride_v, mask=mask, other=0.0))
-    cdf = tl.cumsum(p, axis=1)
+    return group * _GROUP + _cdf_pick(p, p > 0.0, u, LANES)
+
+
+@triton.jit
+def _cdf_pick(w, on, u, LANES: tl.constexpr):
+    """[R] lane drawn by inverse CDF from float64 weights w [R, LANES] >= 0 at uniforms u [R]: the
+    first lane with C > u C_last and w > 0 (C the inclusive cumulative sum), or the last lane of
+    `on` (the lanes with mass) if rounding leaves none. Shared by the grouped draws of fast_sample
+    and rejection_sample_logits."""
+    lane = tl.arange(0, LANES)[None, :]
+    cdf = tl.cumsum(w, axis=1)
     target = u * tl.max(cdf, axis=1)
-    first = tl.min(tl.where((cdf > target[:, None]) & (p > 0.0), lane, LANES), axis=1)
-    last = tl.max(tl.where(p > 0.0, lane, -1), axis=1)
-    return group * _GROUP + tl.where(first < LANES, first, last)
+    first = tl.min(tl.where((cdf > target[:, None]) & (w > 0.0), lane, LANES), axis=1)
+    last = tl.max(tl.where(on, lane, -1), axis=1)
+    return tl.where(first < LANES, first, last)
 
 
 @triton.jit

@@ -67,6 +67,7 @@ from specsample.kernels._compiled_launch import launch_keyed
 from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import generation, stream_buffer
+from specsample.kernels.gumbel import _cdf_pick
 from specsample.kernels.philox import (
     STREAM_LOGITS_GROUP,
     STREAM_LOGITS_UNIFORM,
@@ -208,7 +209,7 @@ def _group_log_mass(lp2, lq2, res, WITH_Q: tl.constexpr, MASKED: tl.constexpr, F
     rows keep their mass (exact in logs; terms 2^126 below the group's largest p flush to zero)."""
     shift2 = _group_shift(lp2, res, AXIS, MASKED)
     total = tl.sum(_group_weights(lp2, lq2, res, tl.expand_dims(shift2, AXIS), WITH_Q, MASKED), axis=AXIS)
-    return tl.where(total > 0.0, (shift2 + _log2(total, FAST_LOG)) * _LN2, _NEG_INF)
+    return tl.where(total > 0.0, shift2 * _LN2 + _ln(total, FAST_LOG), _NEG_INF)
 
 
 @triton.jit
@@ -218,14 +219,6 @@ def _best_slot(score, groups):
     top = tl.max(score, axis=1)
     at = tl.min(tl.where(score == top[:, None], groups, 2147483647), axis=1)
     return top, tl.where(top > _NEG_INF, at, -1)
-
-
-@triton.jit
-def _log2(x, FAST_LOG: tl.constexpr):
-    """log2 x: the hardware's approximate log2 (lg2.approx) with FAST_LOG on a GPU, else tl.log2."""
-    if FAST_LOG and _HW_LOG:
-        return libdevice.fast_log2f(x)
-    return tl.log2(x)
 
 
 @triton.jit
@@ -467,8 +460,8 @@ def _accept_block(
     rejected = j < n
     m_j = _pick(big_m, pos, j)
     log_s_j = _pick(log_s, pos, j)
-    x_j = tl.where(rejected, _pick_int(x, pos, j), -1)
-    x_j = tl.where((x_j >= 0) & (x_j < V), x_j, -1)  # stored as int32: an invalid id (even 2^40) is -1
+    x_j = _pick_int(x, pos, j)  # the rejected draft, -1 unless rejected and in [0, V) (stored as int32)
+    x_j = tl.where(rejected & (x_j >= 0) & (x_j < V), x_j, -1)
 
     if HAS_DRAFT_LOGITS:
         m_dj = _pick(big_md, pos, j)
@@ -589,7 +582,7 @@ def _race_block(
     groups = chunk * (TILES * NG) + tl.arange(0, TILES_P2 * NG).to(tl.int64)[None, :]  # [1, S]
     if not HAS_DRAFT_LOGITS:  # r = p off x_j: only x_j's group differs from p; its mass from a re-read
         mass_r = mass_p
-        x_group = tl.where(rejected & (x_j >= 0) & (x_j < V), x_j // _GROUP, -1)
+        x_group = tl.where(x_j >= 0, x_j // _GROUP, -1)  # x_j: -1 unless a rejected id in [0, V)
         here = sampled & (x_group >= chunk * (TILES * NG)) & (x_group < (chunk + 1) * (TILES * NG))
         if tl.max(here.to(tl.int32), axis=0) > 0:
             cols_x = x_group[:, None] * _GROUP + tl.arange(0, GW).to(tl.int64)[None, :]  # [R, GW]
@@ -650,11 +643,7 @@ def _race_block(
             on_g = tl.where(has_r[:, None], res_g, lp_g > _NEG_INF)
         shift_g = _group_shift(lp_g, on_g, 1)[:, None]
         w_g = _group_weights(lp_g, lq_g, on_g, shift_g, HAS_DRAFT_LOGITS, True).to(tl.float64)
-        cdf_g = tl.cumsum(w_g, axis=1)
-        target_g = u_g * tl.max(cdf_g, axis=1)
-        first_hit = tl.min(tl.where((cdf_g > target_g[:, None]) & (w_g > 0.0), lane_g, GW), axis=1)
-        last_on = tl.max(tl.where(on_g, lane_g, -1), axis=1)
-        token_sampled = tl.where(found, group * _GROUP + tl.where(first_hit < GW, first_hit, last_on), -1)
+        token_sampled = tl.where(found, group * _GROUP + _cdf_pick(w_g, on_g, u_g, GW), -1)
         tok_ok = req_ok & sampled
         tl.store(tokens_ptr + req * (K + 1) + j, token_sampled.to(tl.int32), mask=tok_ok)
         tl.store(fallback_ptr + req, fallback, mask=tok_ok)

@@ -90,24 +90,41 @@ def race_margin(probs, exponentials, num_samples: int = 1) -> np.ndarray:
     return gap.min(axis=1)
 
 
-def group_noise(seeds, offsets, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """([B, NG] Exp(1) E_g, [B, NG] uniforms u_g) of the grouped race, NG = ceil(V / 256)."""
+def group_noise(seeds, offsets, vocab_size: int, stream: int = STREAM_GUMBEL_GROUP, position=0):
+    """([B, NG] Exp(1) E_g, [B, NG] 52-bit uniforms u_g) of a grouped draw, NG = ceil(V / 256): words
+    0 and 1-2 of philox(seed, offset, index=g, stream, position) (position: scalar or [B])."""
     seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)[:, None]
     offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)[:, None]
+    position = np.asarray(position, dtype=np.int64)
+    position = position.reshape(-1)[:, None] if position.ndim else position
     groups = np.arange(-(-vocab_size // GROUP_TOKENS), dtype=np.int64)[None, :]
-    w0, w1, w2, _ = philox_words(seeds, offsets, groups, STREAM_GUMBEL_GROUP)
+    w0, w1, w2, _ = philox_words(seeds, offsets, groups, stream, position)
     return exponential_from_word(w0), uniform52_from_words(w1, w2)
 
 
-def _grouped(probs) -> tuple[np.ndarray, np.ndarray]:
-    """(clean p padded to whole groups [B, NG, 256], group masses P [B, NG]), float64."""
-    p = np.atleast_2d(clean_probs(probs))
-    rows, vocab = p.shape
-    groups = -(-vocab // GROUP_TOKENS)
-    padded = np.zeros((rows, groups * GROUP_TOKENS))
-    padded[:, :vocab] = p
-    blocks = padded.reshape(rows, groups, GROUP_TOKENS)
-    return blocks, blocks.sum(axis=2)
+def group_blocks(a, fill) -> np.ndarray:
+    """[B, V] -> [B, NG, 256]: the rows cut into groups of 256 tokens, the last one padded with `fill`."""
+    a = np.atleast_2d(a)
+    rows, vocab = a.shape
+    out = np.full((rows, -(-vocab // GROUP_TOKENS) * GROUP_TOKENS), fill, dtype=a.dtype)
+    out[:, :vocab] = a
+    return out.reshape(rows, -1, GROUP_TOKENS)
+
+
+def inverse_cdf_in_group(weights, uniforms) -> tuple[np.ndarray, np.ndarray]:
+    """([B] lane, [B] CDF gap) of the in-group draw from weights [B, 256] >= 0 at uniforms [B]: the
+    first lane with C > u C_last and weight > 0 (C the inclusive cumulative sum), or the last lane with
+    weight if rounding leaves none; the gap is the distance from u C_last to the nearest C_v, relative
+    to C_last (inf for a group without mass)."""
+    w = np.asarray(weights, dtype=np.float64)
+    cdf = np.cumsum(w, axis=1)
+    total = cdf[:, -1]
+    target = np.asarray(uniforms, dtype=np.float64) * total
+    hit = (cdf > target[:, None]) & (w > 0)
+    last_with_mass = GROUP_TOKENS - 1 - np.argmax(w[:, ::-1] > 0, axis=1)
+    lane = np.where(hit.any(axis=1), np.argmax(hit, axis=1), last_with_mass)
+    near = np.abs(cdf - target[:, None]).min(axis=1)
+    return lane, np.where(total > 0, near / np.where(total > 0, total, 1), np.inf)
 
 
 def grouped_race_with_margins(probs, exponentials, uniforms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -116,25 +133,18 @@ def grouped_race_with_margins(probs, exponentials, uniforms) -> tuple[np.ndarray
     u_g C_last to the nearest C_v of the winning group, relative to C_last; gaps inf where
     undefined). A float32 kernel may differ from the ids only where the first gap is within float32
     error or the second within float64 summation error."""
-    blocks, mass = _grouped(probs)
+    blocks = group_blocks(clean_probs(probs), 0.0)
+    mass = blocks.sum(axis=2)
     rows = np.arange(blocks.shape[0])
     score = np.where(mass > 0, mass / np.asarray(exponentials, dtype=np.float64), 0.0)
     group = np.argmax(score, axis=1)  # the first maximum: ties go to the smaller group
     found = score[rows, group] > 0
-    block = blocks[rows, group]  # [B, 256]
-    cdf = np.cumsum(block, axis=1)
-    total = cdf[:, -1]
-    target = np.asarray(uniforms, dtype=np.float64)[rows, group] * total
-    hit = (cdf > target[:, None]) & (block > 0)
-    last_with_mass = GROUP_TOKENS - 1 - np.argmax(block[:, ::-1] > 0, axis=1)
-    token = np.where(hit.any(axis=1), np.argmax(hit, axis=1), last_with_mass)
+    token, cdf_gap = inverse_cdf_in_group(blocks[rows, group], np.asarray(uniforms, np.float64)[rows, group])
     ids = np.where(found, group * GROUP_TOKENS + token, -1).astype(np.int64)
     top = -np.sort(-score, axis=1)[:, :2]
     if top.shape[1] < 2:
         top = np.concatenate([top, np.zeros_like(top)], axis=1)
     gap = np.where(top[:, 0] > 0, (top[:, 0] - top[:, 1]) / np.where(top[:, 0] > 0, top[:, 0], 1), np.inf)
-    near = np.abs(cdf - target[:, None]).min(axis=1)
-    cdf_gap = np.where(total > 0, near / np.where(total > 0, total, 1), np.inf)
     return ids, gap, cdf_gap
 
 

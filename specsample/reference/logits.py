@@ -12,8 +12,8 @@ Semantics (docs/semantics.md transposed to logits; the kernel module docstring r
   midpoint, docs/semantics.md) for the acceptance tests, and the emitted token drawn by the grouped
   draw (`grouped_draw`) from the residual r (or from p on the fallback / bonus path): groups of 256
   tokens, the group with the largest log R_g - log E_g (ties: the smaller group), then the first token
-  of it with C_v > u_g C_last; (E_g, u_g) = `group_noise` (STREAM_LOGITS_GROUP, position=j); r_v = 0
-  never wins.
+  of it with C_v > u_g C_last; (E_g, u_g) = `reference.gumbel.group_noise` (STREAM_LOGITS_GROUP,
+  position=j); r_v = 0 never wins.
 - Greedy rows: accept x_i iff it is in range and equals the smallest argmax of clean(target_logits[i]);
   the emitted token is the argmax of row j (-1 and not valid if that row has no finite logit).
 
@@ -37,18 +37,11 @@ from typing import NamedTuple
 import numpy as np
 
 from specsample.reference.chain import UNIFORM_HALF_STEP
-from specsample.reference.philox import (
-    STREAM_LOGITS_GROUP,
-    STREAM_LOGITS_UNIFORM,
-    chain_uniforms,
-    exponential_from_word,
-    philox_words,
-    uniform52_from_words,
-)
+from specsample.reference.gumbel import GROUP_TOKENS, group_blocks, group_noise, inverse_cdf_in_group
+from specsample.reference.philox import STREAM_LOGITS_GROUP, STREAM_LOGITS_UNIFORM, chain_uniforms
 
 MIN_TEMPERATURE = 2.0**-126  # sampled rows use T clamped to [MIN_TEMPERATURE, MAX_TEMPERATURE],
 MAX_TEMPERATURE = 2.0**100  # as the kernel does
-GROUP_TOKENS = 256  # tokens per group of the residual draw (kernels.logits.GROUP_TOKENS)
 ROUNDING = 1e-6  # float32 relative error budget of the kernel's log-probabilities (~16 ulp)
 
 
@@ -233,17 +226,6 @@ def rejection_sample_logits_reference(
     )
 
 
-def group_noise(seeds, offsets, vocab_size: int, position) -> tuple[np.ndarray, np.ndarray]:
-    """([B, NG] Exp(1) E_g, [B, NG] 52-bit uniforms u_g) of the residual draw at emit positions
-    `position` [B]: words 0 and 1-2 of philox(seed, offset, index=g, STREAM_LOGITS_GROUP, position)."""
-    seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)[:, None]
-    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)[:, None]
-    position = np.asarray(position, dtype=np.int64).reshape(-1)[:, None]
-    groups = np.arange(-(-vocab_size // GROUP_TOKENS), dtype=np.int64)[None, :]
-    w0, w1, w2, _ = philox_words(seeds, offsets, groups, STREAM_LOGITS_GROUP, position)
-    return exponential_from_word(w0), uniform52_from_words(w1, w2)
-
-
 def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
     """log sum exp over `axis`; -inf where every entry is -inf."""
     top = a.max(axis=axis, keepdims=True)
@@ -260,7 +242,8 @@ def grouped_draw(log_w, log_p, log_q, ghost, seeds, offsets, position, tol: floa
 
     Groups g of 256 tokens, R_g = sum of w over g: the winning group is argmax_g log R_g - log E_g
     (ties: the smaller g), the token the first v of it with C_v > u_g C_last, C the cumulative sum of
-    w over the group (the last token with weight if rounding leaves none); (E_g, u_g) = group_noise.
+    w over the group (the last token with weight if rounding leaves none); (E_g, u_g) = group_noise
+    on STREAM_LOGITS_GROUP.
     A row is ambiguous where the kernel's error could change the group (a group score within
     err_g = tol (1 + sum(p + q) / R_g) + ROUNDING (sum((p + q)(|log p| + |log q|)) / R_g + |log R_g| +
     |log E_g|), sums over the group's weighted tokens, of the winner's; ghosts raise a group's upper
@@ -268,19 +251,12 @@ def grouped_draw(log_w, log_p, log_q, ghost, seeds, offsets, position, tol: floa
     mass / R_g, relative to C_last, of a C_v: the float32 weights' error, without tol)."""
     log_w = np.asarray(log_w, dtype=np.float64)
     batch, vocab = log_w.shape
-    groups = -(-vocab // GROUP_TOKENS)
     rows = np.arange(batch)
-
-    def blocks(a, fill):
-        out = np.full((batch, groups * GROUP_TOKENS), fill, dtype=a.dtype)
-        out[:, :vocab] = a
-        return out.reshape(batch, groups, GROUP_TOKENS)
-
-    lw = blocks(log_w, -np.inf)
-    lp = blocks(np.asarray(log_p, float), -np.inf)
-    lq = blocks(np.asarray(log_q, float), -np.inf)
-    gh = blocks(np.asarray(ghost, bool), False)
-    e, u = group_noise(seeds, offsets, vocab, position)
+    lw = group_blocks(log_w, -np.inf)
+    lp = group_blocks(np.asarray(log_p, float), -np.inf)
+    lq = group_blocks(np.asarray(log_q, float), -np.inf)
+    gh = group_blocks(np.asarray(ghost, bool), False)
+    e, u = group_noise(seeds, offsets, vocab, STREAM_LOGITS_GROUP, position)
     log_e = np.log(e)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         weighted = np.isfinite(lw)
@@ -306,13 +282,7 @@ def grouped_draw(log_w, log_p, log_q, ghost, seeds, offsets, position, tol: floa
         block = lw[rows, winner]  # [B, 256]
         top = block.max(axis=1, keepdims=True)
         w = np.where(np.isfinite(block), np.exp(block - np.where(np.isfinite(top), top, 0.0)), 0.0)
-        cdf = np.cumsum(w, axis=1)
-        total = cdf[:, -1]
-        target = u[rows, winner] * total
-        hit = (cdf > target[:, None]) & (w > 0)
-        last = GROUP_TOKENS - 1 - np.argmax(w[:, ::-1] > 0, axis=1)
-        token = np.where(hit.any(axis=1), np.argmax(hit, axis=1), last)
-        near = np.abs(cdf - target[:, None]).min(axis=1) / np.where(total > 0, total, 1.0)
+        token, near = inverse_cdf_in_group(w, u[rows, winner])
         ghost_share = np.exp(log_ghost[rows, winner] - mass[rows, winner])
         cdf_err = ROUNDING * (1.0 + cancel + spread)[rows, winner]  # float32 weights, float64 sums
         amb |= found & (near <= cdf_err + np.where(np.isfinite(ghost_share), ghost_share, 0.0))
