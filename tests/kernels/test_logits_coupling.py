@@ -64,10 +64,10 @@ def test_coupling_with_float64_reference(classic, dtype, vocab):
 def test_chunking_leaves_tokens_unchanged(race_tiles):
     """Tile and chunk sizes (phase-1 chunks of 2 x 16 columns, race chunks of 1 or 2 groups of 256,
     vs one chunk per row) change no output outside reference-ambiguous rows: the draw's noise is keyed
-    by group id only, and chunk winners combine in group order. n = 600 requests, K = 2, V = 700
+    by group id only, and chunk winners combine in group order. n = 1500 requests, K = 2, V = 700
     (three groups, the last partial), all edge cases on."""
     seed = current_test_seed()
-    case = make_batch(seed, 600, 2, 700, classic=True)
+    case = make_batch(seed, 1500, 2, 700, classic=True)
     whole, ref = run_both(case)
     small = {"stats_block": 16, "stats_tiles": 2, "race_block": 256, "race_tiles": race_tiles}
     chunked, _ = run_both(case, config=small)
