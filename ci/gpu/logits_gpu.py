@@ -48,14 +48,20 @@ SWEEP = [
     {"lane_i32": False, "stats_block": 2048, "stats_tiles": 4},
     {"lane_i32": True, "stats_block": 2048, "stats_tiles": 4},
 ]
-# what perf() times per case: the grouped residual draw's default (1-warp programs, 512-token tiles
-# with the next tile's loads issued first, race_tiles by _race_tiles: 4096-token chunks at
-# (64, 4, 151936), 8192 at (128, 8, 128256)) against other chunk lengths and run 41's 1024-token
-# tiles (session 8; run 40 also timed a 2048-token 2-warp tiling: slower than 1024 x 1 warp in 7 of 8
-# cases; run 41 1024-token tiles x 1 and x 16: slower everywhere).
-PERF_SWEEP = [None, {"race_tiles": 4}, {"race_tiles": 16}, {"race_block": 1024, "race_tiles": 4},
-              {"race_block": 1024, "race_tiles": 8}]  # fmt: skip
-SWEEP_NAMES = "default/512x4/512x16/1024x4/1024x8"
+# what perf() times per case. Classic drafts: the default only (the race pass's tilings were swept
+# in runs 40-45: 1-warp programs, 512-token tiles, race_tiles by _race_tiles). One-hot drafts (session
+# 9: the stats pass stores part statistics, the pick kernel replaces the race pass): the default
+# (1-warp stats programs over 512-column tiles x 8, 4 warps per request in the pick) against 16
+# tiles per chunk and 2 or 8 warps per request. (Run 48 also timed 8 warps x 4096 x 2, 2 warps x
+# 1024 x 8, 32 tiles and a 1-warp pick: slower, benchmarks/NOTES.md.)
+PERF_SWEEP = {
+    "classic": [None],
+    "one-hot": [None, {"stats_tiles": 16}, {"pick_warps": 2}, {"pick_warps": 8}],
+}  # fmt: skip
+SWEEP_NAMES = "one-hot: default/512x16/pick-2w/pick-8w"
+# one-hot configurations coupled with the reference besides the default
+ONE_HOT_COUPLED = [{"stats_block": 4096, "stats_tiles": 2, "stats_warps": 8},
+                   {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -96,9 +102,9 @@ def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None):
     print("coupling", row, flush=True)
 
 
-def graph_check(gen, config=None):
+def graph_check(gen, config=None, classic=True):
     batch, num_k, vocab = 32, 4, 32000
-    case = make_inputs(batch, num_k, vocab, torch.bfloat16, True, gen, temps=(0.0, 1.0))
+    case = make_inputs(batch, num_k, vocab, torch.bfloat16, classic, gen, temps=(0.0, 1.0))
     first = L.rejection_sample_logits(**case, _config=config)
     again = L.rejection_sample_logits(**case, _config=config)
     same = all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
@@ -119,8 +125,9 @@ def graph_check(gen, config=None):
         eager = L.rejection_sample_logits(**case, _config=config)
         replays_ok &= all(torch.equal(a, b) for a, b in zip(captured, eager, strict=True))
     torch.cuda.synchronize()
-    RESULTS["graph"] = dict(deterministic=same, replays_equal_eager=bool(replays_ok))
-    print("graph", RESULTS["graph"], flush=True)
+    key = "graph" if classic else "graph_one_hot"
+    RESULTS[key] = dict(deterministic=same, replays_equal_eager=bool(replays_ok))
+    print(key, RESULTS[key], flush=True)
 
 
 def torch_reference_impl(target_logits, draft_token_ids, draft_logits, temperature, **_):
@@ -161,11 +168,15 @@ def stats_only(case, cfg):
     arg = torch.empty(batch * k_plus_1, nc1, device=DEV, dtype=torch.int32)
     has = dl is not None
     sd = dl.stride() if has else (0, 0, 0)
+    num_parts = 1 if has else triton.cdiv(vocab, min(L.GROUP_TOKENS, cfg["stats_block"]))
+    parts = torch.empty(2, batch * k_plus_1, num_parts, device=DEV)
 
     def run():
         L._logits_stats_kernel[(triton.cdiv(batch * k_plus_1, cfg["stats_rows"]), nc1)](
             lg, dl if has else lg, case["temperature"], lg, ws[0], ws[1], arg, ws[2], ws[3],
-            batch, vocab, nc1, *lg.stride(), *sd, 1, 0, K=k_plus_1 - 1, HAS_DRAFT_LOGITS=has, RAGGED=False,
+            parts[0], parts[1],
+            batch, vocab, nc1, num_parts, *lg.stride(), *sd, 1, 0, K=k_plus_1 - 1, HAS_DRAFT_LOGITS=has,
+            RAGGED=False,
             BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
             LANE_I32=L.stats_lane_i32(cfg, vocab, lg.stride(2), sd[2]),
             num_warps=cfg["stats_warps"],
@@ -182,8 +193,8 @@ def perf(batch, num_k, vocab, dtype_name, classic, bw, gen):
     floor_us = floor_bytes / bw * 1e6
     row = dict(B=batch, K=num_k, V=vocab, dtype=dtype_name, mode="classic" if classic else "one-hot",
                floor_us=floor_us, sweep=[])  # fmt: skip
-    for over in PERF_SWEEP:
-        cfg = L.launch_config(batch, num_k + 1, vocab, over)
+    for over in PERF_SWEEP[row["mode"]]:
+        cfg = L.launch_config(batch, num_k + 1, vocab, over, one_hot=not classic)
         try:
             fn = lambda over=over: L.rejection_sample_logits(**case, _config=over)  # noqa: E731
             eager = do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3
@@ -228,11 +239,11 @@ def main() -> int:
         lambda: coupling(128, 4, 151936, "bf16", True, gen, SWEEP[2]),
         lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[3]),
         lambda: coupling(128, 4, 151936, "fp32", True, gen, {"race_tiles": 1}),
-        lambda: coupling(64, 8, 128256, "fp32", False, gen, {"race_tiles": 8}),
-        lambda: coupling(
-            64, 4, 151936, "bf16", False, gen, {"race_block": 2048, "race_tiles": 2, "race_warps": 2}
-        ),
+        lambda: coupling(64, 8, 128256, "fp32", False, gen, ONE_HOT_COUPLED[0]),
+        lambda: coupling(64, 4, 151936, "bf16", False, gen, ONE_HOT_COUPLED[1]),
+        lambda: coupling(64, 4, 151936, "fp32", False, gen, ONE_HOT_COUPLED[2]),
         lambda: graph_check(gen),
+        lambda: graph_check(gen, classic=False),
     ]
     if os.environ.get("LOGITS_GPU_PERF_ONLY"):  # the timing sweep alone (coupling: a full run)
         steps = []
@@ -265,7 +276,7 @@ def main() -> int:
         mode += "".join(f" {k}" for k in c["config"])
         print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
               f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e}")  # fmt: skip
-    print(f"graph: {RESULTS['graph']}")
+    print(f"graph: {RESULTS['graph']}; one-hot: {RESULTS.get('graph_one_hot')}")
     print(f"\nperformance (us, median); copy bandwidth {RESULTS['copy_bw'] or 0:.3e} B/s")
     print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'floor':>7} {'eager':>7} {'graph':>7} {'stats':>7} "
           f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config {SWEEP_NAMES}")  # fmt: skip

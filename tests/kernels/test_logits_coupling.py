@@ -60,20 +60,45 @@ def test_coupling_with_float64_reference(classic, dtype, vocab):
     assert np.all(np.isfinite(lg[rows[shown], accepted[shown], emitted[shown]])), "emitted a zero-mass token"
 
 
-@pytest.mark.parametrize("race_tiles", [1, 2])
-def test_chunking_leaves_tokens_unchanged(race_tiles):
-    """Tile and chunk sizes (phase-1 chunks of 2 x 16 columns, race chunks of 1 or 2 groups of 256,
-    vs one chunk per row) change no output outside reference-ambiguous rows: the draw's noise is keyed
-    by group id only, and chunk winners combine in group order. n = 1500 requests, K = 2, V = 700
-    (three groups, the last partial), all edge cases on."""
+_SMALL_STATS = {"stats_block": 16, "stats_tiles": 2}
+CHUNKINGS = {
+    "classic-race-1-group": (True, {**_SMALL_STATS, "race_block": 256, "race_tiles": 1}),
+    "classic-race-2-groups": (True, {**_SMALL_STATS, "race_block": 256, "race_tiles": 2}),
+    # one-hot drafts: the pick combines 16 parts of 16 tokens per group (each part's sum against its
+    # own chunk's running max), or reads one part per group with one group per stats chunk
+    "one-hot-16-parts": (False, dict(_SMALL_STATS)),
+    "one-hot-1-part": (False, {"stats_block": 256, "stats_tiles": 1}),
+    # 175 phase-1 chunks of 4 columns: the accept kernel combines them in 3 loads of <= 64 chunks
+    "classic-175-chunks": (True, {"stats_block": 4, "stats_tiles": 1}),
+}
+
+
+@pytest.mark.parametrize("chunking", sorted(CHUNKINGS))
+def test_chunking_leaves_tokens_unchanged(chunking):
+    """Tile and chunk sizes (phase-1 chunks of 2 x 16 or 4 columns, race chunks of 1 or 2 groups of
+    256, vs one chunk per row; one-hot: the pick's groups from 16 parts or from 1) change no output
+    outside reference-ambiguous rows: the draw's noise is keyed by group id only, chunk winners
+    combine in group order and part statistics combine to the group's mass. n = 1500 requests,
+    K = 2, V = 700 (three groups, the last partial), all edge cases on."""
+    classic, small = CHUNKINGS[chunking]
     seed = current_test_seed()
-    case = make_batch(seed, 1500, 2, 700, classic=True)
+    case = make_batch(seed, 1500, 2, 700, classic=classic)
     whole, ref = run_both(case)
-    small = {"stats_block": 16, "stats_tiles": 2, "race_block": 256, "race_tiles": race_tiles}
     chunked, _ = run_both(case, config=small)
     differ = row_mismatch(chunked, ref) | row_mismatch(whole, ref)
     assert not np.any(differ & ~ref.ambiguous), f"chunking changed tokens on {np.flatnonzero(differ)[:5]}"
     assert np.array_equal(whole[0][~ref.ambiguous], chunked[0][~ref.ambiguous])
+
+
+def test_unmasked_stats_chunks_couple():
+    """One-hot drafts, every row needed (no edge cases, no ragged counts), 256-column stats chunks at
+    V = 700: chunks 0 and 1 take the stats pass's unmasked loads, chunk 2 (the row's tail) the
+    masked ones; outputs equal the float64 reference outside ambiguous rows (n = 600 requests, K = 2).
+    Fails when the unmasked path stores no part statistics."""
+    case = make_batch(current_test_seed(), 600, 2, 700, classic=False, edges=False, ragged=False)
+    got, ref = run_both(case, config={"stats_block": 256, "stats_tiles": 1})
+    differ = row_mismatch(got, ref)
+    assert not np.any(differ & ~ref.ambiguous), f"unexplained mismatches on {np.flatnonzero(differ)[:5]}"
 
 
 @pytest.mark.parametrize("vocab", [1, 2, 3, 7, 255, 256, 257, 700, 151936])
@@ -81,9 +106,15 @@ def test_gpu_default_config_is_valid(monkeypatch, vocab):
     """The GPU branch of launch_config (not run by the interpreter) gives a valid config at every
     vocabulary size, short rows included: H200 run 44's corpus hit race_block = 1 at V = 1."""
     monkeypatch.setattr(kl, "interpreting", lambda: False)
-    cfg = kl.launch_config(3, 4, vocab)
-    assert cfg["race_block"] >= 4 and cfg["race_block"] & (cfg["race_block"] - 1) == 0
-    assert cfg["race_block"] % 256 == 0 or (cfg["race_block"] >= vocab and cfg["race_tiles"] == 1)
+    for one_hot in (False, True):
+        cfg = kl.launch_config(3, 4, vocab, one_hot=one_hot)
+        assert cfg["race_block"] >= 4 and cfg["race_block"] & (cfg["race_block"] - 1) == 0
+        assert cfg["race_block"] % 256 == 0 or (cfg["race_block"] >= vocab and cfg["race_tiles"] == 1)
+        assert cfg["stats_block"] >= 4 and cfg["stats_block"] & (cfg["stats_block"] - 1) == 0
+        assert 1 <= cfg["stats_tiles"] and (cfg["stats_tiles"] - 1) * cfg["stats_block"] < vocab
+    # one-hot drafts: one-warp stats programs over 512-column tiles, 8 per chunk (H200 run 48)
+    big = kl.launch_config(64, 5, 151936, one_hot=True)
+    assert (big["stats_block"], big["stats_tiles"], big["stats_warps"]) == (512, 8, 1)
 
 
 def test_race_block_must_hold_whole_groups():
