@@ -304,8 +304,8 @@ def _stats_block(
     targ_ptr,  # [B*(K+1), NC] int32 out: smallest index attaining the chunk max
     dmax_ptr,  # [B*(K+1), NC] fp32 out: draft chunk max (HAS_DRAFT_LOGITS, rows i < K)
     dsum_ptr,  # [B*(K+1), NC] fp32 out: draft chunk sum-exp
-    gmax_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts): max of clean l over each part of GW tokens
-    gsum_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts): the part's sum of exp((l - part max) / T)
+    gmax_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts): each part's reference m_k (>= its max)
+    gsum_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts): the part's sum of exp((l - m_k) / T)
     B, V, NC, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
     K: tl.constexpr,
@@ -320,7 +320,7 @@ def _stats_block(
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
     # l = clean(target) and, for i < n_b on sampled rows, the same for clean(draft).
     # One-hot drafts: also per part k (tokens [k GW, (k+1) GW), GW = min(256, BLOCK_V))
-    #   m_k = max_v l_v,  s_k = sum_v exp((l_v - m_k) / T),  and s_c = sum_k s_k exp((m_k - m_c) / T),
+    #   m_k = the chunk's running max after k's tile (>= max_v l_v),  s_k = sum_v exp((l_v - m_k) / T),
     # from which _pick_in_groups gets every group's mass of p without reading the row again.
     rows = row_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     chunk = chunk.to(tl.int64)
