@@ -241,14 +241,17 @@ def _part_stats_tile(t_row, need, cols, V, st_v, scale, t_max, t_sum, t_arg, any
     else:
         l = load_once(t_row[:, None, None] + cols * st_v, None, None)
     l = _clean_logits(l)
-    tile_max = tl.max(tl.max(l, axis=2), axis=1)
+    # parts first (within a thread), then one warp butterfly instead of one per part: offline SASS
+    # 258 -> 245 instructions per unmasked tile; H200 run 53 (same run, graph) 1.03-1.04x in bf16,
+    # 1.00x in fp32 (memory-bound)
+    tile_max = tl.max(tl.max(l, axis=1), axis=1)
     if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
         tile_arg = tl.min(tl.min(tl.where(l == tile_max[:, None, None], cols, V), axis=2), axis=1)
         t_arg = tl.where(tile_max > t_max, tile_arg, t_arg)  # strict: the earlier index wins ties
     new_max = tl.maximum(t_max, tile_max)
     shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
     part_sum = tl.sum(tl.exp2((l - shift[:, None, None]) * scale[:, None, None]), axis=2)  # [R, NG]
-    tl.store(gmax_ptr + out_row + part, new_max[:, None] + part_sum * 0.0, mask=part_ok)
+    tl.store(gmax_ptr + out_row + part, tl.broadcast_to(new_max[:, None], part_sum.shape), mask=part_ok)
     tl.store(gsum_ptr + out_row + part, part_sum, mask=part_ok)
     t_sum = t_sum * tl.exp2((t_max - shift) * scale) + tl.sum(part_sum, axis=1)
     return new_max, t_sum, t_arg
@@ -264,7 +267,7 @@ def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V
     at gmax / gsum[row, k]. Lanes >= V: -inf logits (no mass). The exponentials are the classic
     path's (one per element against the running max): the parts cost one sum per GW lanes. A chunk
     inside the row whose rows are all needed (every chunk but a row's last, on the GPU) loads without
-    masks (offline SASS: 297 -> 258 instructions per 512-column tile and warp)."""
+    masks (offline SASS: 278 -> 245 instructions per 512-column tile and warp)."""
     GW: tl.constexpr = _GROUP if BLOCK_V >= _GROUP else BLOCK_V
     NG: tl.constexpr = BLOCK_V // GW
     in_tile = tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]  # [NG, GW]
