@@ -711,7 +711,7 @@ def _race_block(
     req_block,  # this program's requests are req_block * BLOCK_ROWS + [0, BLOCK_ROWS)
     chunk,  # and its vocabulary chunk of the emit row
     t_ptr,  # [B, K+1, V] target logits, strides (st_b, st_k, st_v)
-    d_ptr,  # [B, K, V] draft logits (HAS_DRAFT_LOGITS), strides (sd_b, sd_k, sd_v)
+    d_ptr,  # [B, K, V] draft logits, strides (sd_b, sd_k, sd_v)
     seed_ptr,  # [B] int64
     offset_ptr,  # [B] int64
     row_f_ptr,  # [B, 5] fp32 from _accept_block
@@ -725,7 +725,6 @@ def _race_block(
     B, V, NC2,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
     K: tl.constexpr,
-    HAS_DRAFT_LOGITS: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
@@ -733,8 +732,8 @@ def _race_block(
     TILES_P2: tl.constexpr,
     FAST_LOG: tl.constexpr = False,
 ):  # fmt: skip
-    # r_v = p_v - q_v where p_v > q_v (classic), p_v off x_j (one-hot), p_v (bonus row j = n);
-    # no residual mass: r = p (fallback).  Groups g of 256 tokens:
+    # Classic drafts (one-hot drafts take _pick_in_groups): r_v = p_v - q_v where p_v > q_v,
+    # p_v on the bonus row j = n; no residual mass: r = p (fallback).  Groups g of 256 tokens:
     #   log R_g = c_g + log sum_{v in g} r_v e^-c_g   (c_g = the group's largest log p_v with r_v > 0)
     #   g* = argmax_g log R_g - log E_g;  token = first v in g* with C_v > u_g* C_last (float64 C)
     # (E_g, u_g) from words 0 and 1-2 of philox(seed, offset, g, STREAM_LOGITS_GROUP, position j).
@@ -751,8 +750,8 @@ def _race_block(
     in_group = tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]  # [NG, GW]
     # group (chunk * TILES + t) * NG + k sits in slot [t, k] (t < TILES_P2; t >= TILES: no mass)
     slot_t = tl.arange(0, TILES_P2)[None, :, None]
-    mass_r = tl.full((BLOCK_ROWS, TILES_P2, NG), _NEG_INF, tl.float32)  # log R_g (residual; classic)
-    mass_p = tl.full((BLOCK_ROWS, TILES_P2, NG), _NEG_INF, tl.float32)  # log P_g (p: fallback, one-hot)
+    mass_r = tl.full((BLOCK_ROWS, TILES_P2, NG), _NEG_INF, tl.float32)  # log R_g (the residual)
+    mass_p = tl.full((BLOCK_ROWS, TILES_P2, NG), _NEG_INF, tl.float32)  # log P_g (p: the fallback)
     if tl.max(sampled.to(tl.int32), axis=0) > 0:  # greedy-only blocks skip the race (uniform branch)
         # software-pipelined: tile t + 1's loads are issued before tile t's arithmetic, so a warp's
         # next bytes are in flight while it computes. H200 run 45 (same run, graph µs, with 512-token
@@ -762,38 +761,25 @@ def _race_block(
         cols = ((chunk * TILES) * BLOCK_V + in_group.to(tl.int64))[None, :, :]  # [1, NG, GW]
         l_next, dl_next = _group_load(t_row[:, None, None], d_row[:, None, None], cols,
                                       sampled[:, None, None] & (cols < V), use_q[:, None, None], st_v, sd_v,
-                                      HAS_DRAFT_LOGITS)  # fmt: skip
+                                      True)  # fmt: skip
         for tile in range(TILES):
             l = l_next
             dl = dl_next
             more = sampled[:, None, None] & (cols + BLOCK_V < V) & (tile + 1 < TILES)
             l_next, dl_next = _group_load(t_row[:, None, None], d_row[:, None, None], cols + BLOCK_V, more,
-                                          use_q[:, None, None], st_v, sd_v, HAS_DRAFT_LOGITS)  # fmt: skip
+                                          use_q[:, None, None], st_v, sd_v, True)  # fmt: skip
             lp, lq, res = _group_logs(l, dl, cols, x_j[:, None, None], shift_p[:, None, None],
                                       norm_p[:, None, None], shift_q[:, None, None], norm_q[:, None, None],
-                                      scale2[:, None, None], HAS_DRAFT_LOGITS)  # fmt: skip
+                                      scale2[:, None, None], True)  # fmt: skip
             tile_p = _group_log_mass(lp, lq, res, False, False, FAST_LOG, 2)  # [R, NG]
             mass_p = tl.where(slot_t == tile, tile_p[:, None, :], mass_p)
-            if HAS_DRAFT_LOGITS:  # r = max(0, p - q) (r = p where the draft row is not used: q = 0)
-                tile_r = _group_log_mass(lp, lq, res, True, True, FAST_LOG, 2)
-                mass_r = tl.where(slot_t == tile, tile_r[:, None, :], mass_r)
+            # r = max(0, p - q) (r = p where the draft row is not used: q = 0)
+            tile_r = _group_log_mass(lp, lq, res, True, True, FAST_LOG, 2)
+            mass_r = tl.where(slot_t == tile, tile_r[:, None, :], mass_r)
             cols += BLOCK_V
     mass_p = tl.reshape(mass_p, (BLOCK_ROWS, TILES_P2 * NG))
     mass_r = tl.reshape(mass_r, (BLOCK_ROWS, TILES_P2 * NG))
     groups = chunk * (TILES * NG) + tl.arange(0, TILES_P2 * NG).to(tl.int64)[None, :]  # [1, S]
-    if not HAS_DRAFT_LOGITS:  # r = p off x_j: only x_j's group differs from p; its mass from a re-read
-        mass_r = mass_p
-        x_group = tl.where(x_j >= 0, x_j // _GROUP, -1)  # x_j: -1 unless a rejected id in [0, V)
-        here = sampled & (x_group >= chunk * (TILES * NG)) & (x_group < (chunk + 1) * (TILES * NG))
-        if tl.max(here.to(tl.int32), axis=0) > 0:
-            cols_x = x_group[:, None] * _GROUP + tl.arange(0, GW).to(tl.int64)[None, :]  # [R, GW]
-            live_x = here[:, None] & (cols_x < V)
-            lp_xg, lq_xg, res_xg = _group_tile(t_row[:, None], d_row[:, None], cols_x, live_x,
-                                               use_q[:, None], x_j[:, None], shift_p[:, None],
-                                               norm_p[:, None], shift_q[:, None], norm_q[:, None],
-                                               scale2[:, None], st_v, sd_v, False)  # fmt: skip
-            mass_x = _group_log_mass(lp_xg, lq_xg, res_xg, False, True, FAST_LOG, 1)  # [R]
-            mass_r = tl.where(here[:, None] & (groups == x_group[:, None]), mass_x[:, None], mass_r)
     zs = groups + req[:, None] * 0  # [R, S]
     e_word = philox_words(seed[:, None] + zs * 0, offset[:, None] + zs * 0, zs, STREAM_LOGITS_GROUP,
                           j[:, None] + zs * 0)[0]  # fmt: skip
@@ -823,7 +809,7 @@ def _race_block(
             best_p, group_p = _keep_best(best_p, group_p, s_p, i_p)
         _emit_token(req, req_ok, sampled, rejected, use_q, j, x_j, seed, offset, best_r, group_r, best_p,
                     group_p, t_row, d_row, shift_p, norm_p, shift_q, norm_q, scale2, tokens_ptr, fallback_ptr,
-                    valid_ptr, V, st_v, sd_v, K, HAS_DRAFT_LOGITS, GW)  # fmt: skip
+                    valid_ptr, V, st_v, sd_v, K, True, GW)  # fmt: skip
         tl.atomic_xchg(arrivals_ptr + req_block, 0)  # ready for the next call / graph replay
 
 
@@ -877,7 +863,6 @@ def _logits_race_kernel(
     B, V, NC2,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
     K: tl.constexpr,
-    HAS_DRAFT_LOGITS: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
@@ -889,7 +874,7 @@ def _logits_race_kernel(
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr,
                 row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr,
                 B, V, NC2, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
-                K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG)  # fmt: skip
+                K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG)  # fmt: skip
 
 
 @triton.jit
@@ -1122,7 +1107,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     ncb = min(next_pow2(nc1), max(1, _INTERP_TILE_ELEMENTS // (cfg["race_rows"] * next_pow2(k_plus_1))), 64)
     accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
                        BLOCK_ROWS=cfg["race_rows"], NCB=ncb, num_warps=cfg["accept_warps"])  # fmt: skip
-    race_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, BLOCK_ROWS=cfg["race_rows"],
+    race_meta = dict(K=num_k, BLOCK_ROWS=cfg["race_rows"],
                      BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
                      GW=min(GROUP_TOKENS, cfg["race_block"]), TILES_P2=next_pow2(cfg["race_tiles"]),
                      FAST_LOG=cfg["fast_log"], num_warps=cfg["race_warps"])  # fmt: skip
