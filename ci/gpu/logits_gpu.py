@@ -41,24 +41,26 @@ DEV = "cuda"
 SHAPES = [(64, 4, 151936), (128, 8, 128256)]
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 SWEEP = [
-    None,  # launch_config defaults: stats kernel (4096 x 2 tiles, 32-bit lanes) then race kernel
+    None,  # launch_config defaults: stats kernel (1 warp, 512 x 8 tiles, 32-bit lanes) then race kernel
     {"fast_log": False},  # the precise libdevice logarithms in the race pass (default until run 14)
     # the stats pass's defaults until run 21: 64-bit column offsets, 2048 x 4 tiles (and its 32-bit
     # variant): keeps the run-21 comparison that made 4096 x 2 with lane_i32 the default re-runnable
     {"lane_i32": False, "stats_block": 2048, "stats_tiles": 4},
     {"lane_i32": True, "stats_block": 2048, "stats_tiles": 4},
 ]
-# what perf() times per case. Classic drafts: the default only (the race pass's tilings were swept
-# in runs 40-45: 1-warp programs, 512-token tiles, race_tiles by _race_tiles). One-hot drafts (session
-# 9: the stats pass stores part statistics, the pick kernel replaces the race pass): the default
-# (1-warp stats programs over 512-column tiles x 8, 4 warps per request in the pick) against 16
-# tiles per chunk and 2 or 8 warps per request. (Run 48 also timed 8 warps x 4096 x 2, 2 warps x
-# 1024 x 8, 32 tiles and a 1-warp pick: slower, benchmarks/NOTES.md.)
+# what perf() times per case. Classic drafts (session 10: target and draft rows in stats programs of
+# their own): the default (1-warp programs over 512-column tiles x 8) against 1024 x 4 and 512 x 16
+# on 1 warp and session 9's stats layout, 8 warps x 4096 x 2 (the race pass's tilings were swept in
+# runs 40-45). One-hot drafts (session 9: the stats pass stores part statistics, the pick kernel
+# replaces the race pass): the default (the same stats tiling, 4 warps per request in the pick)
+# against 16 tiles per chunk and 2 or 8 warps per request. (Run 48 also timed 8 warps x 4096 x 2,
+# 2 warps x 1024 x 8, 32 tiles and a 1-warp pick for one-hot: slower, benchmarks/NOTES.md.)
 PERF_SWEEP = {
-    "classic": [None],
+    "classic": [None, {"stats_block": 1024, "stats_tiles": 4}, {"stats_tiles": 16},
+                {"stats_block": 4096, "stats_tiles": 2, "stats_warps": 8}],
     "one-hot": [None, {"stats_tiles": 16}, {"pick_warps": 2}, {"pick_warps": 8}],
 }  # fmt: skip
-SWEEP_NAMES = "one-hot: default/512x16/pick-2w/pick-8w"
+SWEEP_NAMES = "classic: default/1024x4/512x16/8w-4096x2; one-hot: default/512x16/pick-2w/pick-8w"
 # one-hot configurations coupled with the reference besides the default
 ONE_HOT_COUPLED = [{"stats_block": 4096, "stats_tiles": 2, "stats_warps": 8},
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
@@ -172,7 +174,7 @@ def stats_only(case, cfg):
     parts = torch.empty(2, batch * k_plus_1, num_parts, device=DEV)
 
     def run():
-        L._logits_stats_kernel[(triton.cdiv(batch * k_plus_1, cfg["stats_rows"]), nc1)](
+        L._logits_stats_kernel[(triton.cdiv(batch * k_plus_1, cfg["stats_rows"]), nc1, 2 if has else 1)](
             lg, dl if has else lg, case["temperature"], lg, ws[0], ws[1], arg, ws[2], ws[3],
             parts[0], parts[1],
             batch, vocab, nc1, num_parts, *lg.stride(), *sd, 1, 0, K=k_plus_1 - 1, HAS_DRAFT_LOGITS=has,
@@ -194,7 +196,7 @@ def perf(batch, num_k, vocab, dtype_name, classic, bw, gen):
     row = dict(B=batch, K=num_k, V=vocab, dtype=dtype_name, mode="classic" if classic else "one-hot",
                floor_us=floor_us, sweep=[])  # fmt: skip
     for over in PERF_SWEEP[row["mode"]]:
-        cfg = L.launch_config(batch, num_k + 1, vocab, over, one_hot=not classic)
+        cfg = L.launch_config(batch, num_k + 1, vocab, over)
         try:
             fn = lambda over=over: L.rejection_sample_logits(**case, _config=over)  # noqa: E731
             eager = do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3
@@ -239,6 +241,7 @@ def main() -> int:
         lambda: coupling(128, 4, 151936, "bf16", True, gen, SWEEP[2]),
         lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[3]),
         lambda: coupling(128, 4, 151936, "fp32", True, gen, {"race_tiles": 1}),
+        lambda: coupling(128, 4, 151936, "bf16", True, gen, PERF_SWEEP["classic"][3]),
         lambda: coupling(64, 8, 128256, "fp32", False, gen, ONE_HOT_COUPLED[0]),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, ONE_HOT_COUPLED[1]),
         lambda: coupling(64, 4, 151936, "fp32", False, gen, ONE_HOT_COUPLED[2]),

@@ -23,10 +23,12 @@ identical across tensor-parallel ranks given equal seeds.
 
 Three launches, no host synchronisation, no data-dependent shapes:
 
-1. `_logits_stats_kernel`, grid (row blocks of the B*(K+1) target rows, vocabulary chunks): per chunk
-   the max, first argmax and sum exp((l - max) / T) of the clean target logits, and max / sum-exp of
-   the draft logits (classic) or the part statistics of the one-hot draw (item 3). This is the one
-   full read of the inputs. Rows past a request's ragged draft count are skipped.
+1. `_logits_stats_kernel`, grid (row blocks of the B*(K+1) target rows, vocabulary chunks, target /
+   draft rows): per chunk the max, first argmax and sum exp((l - max) / T) of the clean target logits,
+   and max / sum-exp of the draft logits (classic: in programs of their own, so each program streams
+   one row with one-warp reductions; H200 run 54) or the part statistics of the one-hot draw (item 3).
+   This is the one full read of the inputs. Rows past a request's ragged draft count, and the draft
+   rows of bonus positions and greedy requests, are skipped.
 2. `_logits_accept_kernel`, grid (request blocks): combines the chunk statistics of its requests
    (log-sum-exp per position), runs the acceptance tests (K gathers and K uniforms), which fix the
    emit position j, and writes every output except a sampled row's emitted token, plus row j's
@@ -298,6 +300,7 @@ def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V
 def _stats_block(
     row_block,  # this program's rows are row_block * BLOCK_ROWS + [0, BLOCK_ROWS)
     chunk,  # and its vocabulary chunk
+    draft_rows,  # classic drafts: whether it reads the rows' draft logits (else their target logits)
     t_ptr,  # [B, K+1, V] fp32/bf16/fp16 target logits, strides (st_b, st_k, st_v)
     d_ptr,  # [B, K, V] draft logits, strides (sd_b, sd_k, sd_v) (HAS_DRAFT_LOGITS)
     temp_ptr,  # [B] fp32 temperatures
@@ -335,14 +338,6 @@ def _stats_block(
     scale = inv_t * _LOG2E  # exp(x / T) = exp2(x * log2(e) / T)
 
     any_greedy = tl.max(greedy.to(tl.int32), axis=0) > 0
-    t_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-    t_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
-    t_arg = tl.zeros((BLOCK_ROWS,), tl.int64)
-    if HAS_DRAFT_LOGITS:
-        need_d = sampled & (i < n)
-        d_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-        d_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
-        d_row = d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)
     # LANE_I32 (the launcher checks V * stride < 2^31): 32-bit column offsets from a 64-bit row
     # pointer, so per-element address and bounds arithmetic is 32-bit (offline SASS at 8 warps:
     # 43.8 -> 36.1 instructions per element)
@@ -353,42 +348,71 @@ def _stats_block(
     else:
         lane = tl.arange(0, BLOCK_V).to(tl.int64)[None, :]
         first_col = chunk * (TILES * BLOCK_V)
+    chunk_start = chunk * (TILES * BLOCK_V)
+    out = rows * NC + chunk
     if not HAS_DRAFT_LOGITS:
         t_max, t_sum, t_arg = _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V,
-                                                NP, st_v, gmax_ptr, gsum_ptr, chunk * (TILES * BLOCK_V),
-                                                BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
-    else:  # classic drafts: target and draft rows together, tile by tile
-        for tile in range(TILES):
-            cols = first_col + tile * BLOCK_V + lane
-            in_v = cols < V
-            l = _clean_logits(load_once(t_row[:, None] + cols * st_v,
-                                        need[:, None] & in_v, float("-inf")))  # fmt: skip
-            tile_max = tl.max(l, axis=1)
-            if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
-                tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
-                t_arg = tl.where(tile_max > t_max, tile_arg, t_arg)  # strict: earlier index wins ties
-            new_max = tl.maximum(t_max, tile_max)
-            shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
-            t_sum = t_sum * tl.exp2((t_max - shift) * scale) + tl.sum(
-                tl.exp2((l - shift[:, None]) * scale[:, None]), axis=1
-            )
-            t_max = new_max
-            dl = _clean_logits(load_once(d_row[:, None] + cols * sd_v,
-                                         need_d[:, None] & in_v, float("-inf")))  # fmt: skip
-            new_dmax = tl.maximum(d_max, tl.max(dl, axis=1))
-            dshift = tl.where(new_dmax == _NEG_INF, 0.0, new_dmax)
-            d_sum = d_sum * tl.exp2((d_max - dshift) * scale) + tl.sum(
-                tl.exp2((dl - dshift[:, None]) * scale[:, None]), axis=1
-            )
-            d_max = new_dmax
-
-    out = rows * NC + chunk
-    tl.store(tmax_ptr + out, t_max, mask=row_ok)
-    tl.store(tsum_ptr + out, t_sum, mask=row_ok)
-    tl.store(targ_ptr + out, t_arg.to(tl.int32), mask=row_ok)
-    if HAS_DRAFT_LOGITS:
+                                                NP, st_v, gmax_ptr, gsum_ptr, chunk_start, BLOCK_ROWS,
+                                                BLOCK_V, TILES)  # fmt: skip
+        _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
+    elif draft_rows:  # classic drafts: the draft rows (b, i < n) of sampled requests, in their own programs
+        d_row = d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)
+        d_max, d_sum, _ = _chunk_stats(d_row, sampled & (i < n), first_col, lane, chunk_start, V, sd_v, scale,
+                                       False, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
         tl.store(dmax_ptr + out, d_max, mask=row_ok)
         tl.store(dsum_ptr + out, d_sum, mask=row_ok)
+    else:  # classic drafts: the target rows
+        t_max, t_sum, t_arg = _chunk_stats(t_row, need, first_col, lane, chunk_start, V, st_v, scale,
+                                           any_greedy, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
+        _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
+
+
+@triton.jit
+def _store_chunk_stats(max_ptr, sum_ptr, arg_ptr, out, row_ok, m, s, arg):
+    tl.store(max_ptr + out, m, mask=row_ok)
+    tl.store(sum_ptr + out, s, mask=row_ok)
+    tl.store(arg_ptr + out, arg.to(tl.int32), mask=row_ok)
+
+
+@triton.jit
+def _chunk_stats_tile(row, need, cols, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr):
+    """One [R, BLOCK_V] tile of _chunk_stats: the running (max, sum, first argmax) updated.
+    MASKED = False: every row needed and every column < V (plain loads)."""
+    if MASKED:
+        l = load_once(row[:, None] + cols * s_v, need[:, None] & (cols < V), float("-inf"))
+    else:
+        l = load_once(row[:, None] + cols * s_v, None, None)
+    l = _clean_logits(l)
+    tile_max = tl.max(l, axis=1)
+    if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
+        tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
+        arg = tl.where(tile_max > m, tile_arg, arg)  # strict: the earlier index wins ties
+    new_max = tl.maximum(m, tile_max)
+    shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
+    s = s * tl.exp2((m - shift) * scale) + tl.sum(tl.exp2((l - shift[:, None]) * scale[:, None]), axis=1)
+    return new_max, s, arg
+
+
+@triton.jit
+def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_greedy, BLOCK_ROWS: tl.constexpr,
+                 BLOCK_V: tl.constexpr, TILES: tl.constexpr):  # fmt: skip
+    """[R] (max, sum exp((l - max) / T), first argmax) of clean logits l over one chunk of rows `row`
+    [R] (pointers), tile by tile; rows not needed give (-inf, 0, 0) without a load. A chunk inside
+    the row whose rows are all needed loads without masks; a block with no needed row (a bonus
+    row's draft, a greedy request's draft) skips the chunk."""
+    m = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+    s = tl.zeros((BLOCK_ROWS,), tl.float32)
+    arg = tl.zeros((BLOCK_ROWS,), tl.int64)
+    needed = need.to(tl.int32)
+    if (tl.min(needed, axis=0) > 0) & (chunk_start + TILES * BLOCK_V <= V):
+        for tile in range(TILES):
+            m, s, arg = _chunk_stats_tile(row, need, first_col + tile * BLOCK_V + lane, V, s_v, scale, m, s,
+                                          arg, any_greedy, False)  # fmt: skip
+    elif tl.max(needed, axis=0) > 0:
+        for tile in range(TILES):
+            m, s, arg = _chunk_stats_tile(row, need, first_col + tile * BLOCK_V + lane, V, s_v, scale, m, s,
+                                          arg, any_greedy, True)  # fmt: skip
+    return m, s, arg
 
 
 @triton.jit
@@ -827,9 +851,10 @@ def _logits_stats_kernel(
     TILES: tl.constexpr,
     LANE_I32: tl.constexpr,
 ):  # fmt: skip
-    # grid (row blocks of the B*(K+1) target rows, vocabulary chunks): one _stats_block each.
-    _stats_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr,
-                 targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, B, V, NC, NP,
+    # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
+    # one _stats_block each, axis 2 = 1 for the draft rows.
+    _stats_block(tl.program_id(0), tl.program_id(1), tl.program_id(2) > 0, t_ptr, d_ptr, temp_ptr, n_ptr,
+                 tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, B, V, NC, NP,
                  st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
                  K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32)  # fmt: skip
 
@@ -931,25 +956,24 @@ def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
     return 1
 
 
-def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None, *,
-                  one_hot: bool = False) -> dict:  # fmt: skip
+def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None) -> dict:
     """Tile and chunk sizes of the passes. GPU: one row per program; phase 1 reads chunks of
-    `stats_block * stats_tiles` columns (8192 by default) so B*(K+1)*chunks fills the SMs; the race
+    `stats_block * stats_tiles` columns (4096 by default) so B*(K+1)*chunks fills the SMs; the race
     (classic drafts) reads chunks of `race_block * race_tiles` columns; the pick (one-hot drafts) runs
     `pick_warps` warps per request. Interpreter: one chunk per row and hundreds of rows per
     [BLOCK_ROWS, BLOCK_V] tile. `overrides` (tests, the GPU sweep) replaces any key."""
     if not overrides:
-        return dict(_default_config(batch, k_plus_1, vocab, one_hot, interpreting()))
-    return _config(batch, k_plus_1, vocab, overrides, one_hot)
+        return dict(_default_config(batch, k_plus_1, vocab, interpreting()))
+    return _config(batch, k_plus_1, vocab, overrides)
 
 
 @functools.lru_cache(maxsize=512)
-def _default_config(batch: int, k_plus_1: int, vocab: int, one_hot: bool, interp: bool) -> tuple:
+def _default_config(batch: int, k_plus_1: int, vocab: int, interp: bool) -> tuple:
     """launch_config without overrides as (key, value) pairs (cached: on every eager call's path)."""
-    return tuple(_config(batch, k_plus_1, vocab, None, one_hot).items())
+    return tuple(_config(batch, k_plus_1, vocab, None).items())
 
 
-def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None, one_hot: bool = False) -> dict:
+def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None) -> dict:
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         block = max(4, min(vocab_pow2, 4096))
@@ -963,23 +987,23 @@ def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None, one_h
         }  # fmt: skip
         cfg.update({"fast_log": False, "lane_i32": False})
     else:
-        # stats pass: 4096-column tiles, 2 per chunk, 32-bit column offsets (lane_i32, where they
-        # fit). H200 run 21, same run, graph time: 1.04-1.07x faster for fp32 and 1.13-1.24x for bf16
-        # than 2048 x 4 tiles with 64-bit offsets (offline SASS 43.8 -> 29.1 instructions per element)
-        # One-hot drafts (which also store part statistics): one-warp programs over 512-column tiles,
-        # 8 per chunk, so the per-part sums reduce within a warp (offline SASS per target element:
-        # 16.1 instructions unmasked, against 25.9 with 8 warps, whose parts cross warps: barriers).
-        # H200 run 48 (same run, graph µs, ci/gpu/logits_gpu.py): 8 tiles per chunk fastest in all
-        # four one-hot cases (50 / 68 / 112 / 166 at (64, 4, 151936) bf16 / fp32 and (128, 8, 128256)
-        # bf16 / fp32), against 54 / 72 / 112 / 169 with 16, 56 / 69 / 123 / 188 with 32 and
-        # 65 / 89 / 156 / 229 with 8 warps x 4096 x 2
-        stats_block = max(128, min(512 if one_hot else 4096, vocab_pow2))
-        stats_tiles = 8 if one_hot else 2
+        # stats pass: one-warp programs over 512-column tiles, 8 per chunk, so every reduction stays
+        # within a warp; 32-bit column offsets (lane_i32, where they fit; H200 run 21: 1.04-1.24x).
+        # One-hot drafts (which also store part statistics): offline SASS per target element 16.1
+        # instructions unmasked, against 25.9 with 8 warps x 4096 (whose parts cross warps). H200 run
+        # 48 (same run, graph µs, ci/gpu/logits_gpu.py): 8 tiles per chunk fastest in all four one-hot
+        # cases (50 / 68 / 112 / 166 at (64, 4, 151936) bf16 / fp32 and (128, 8, 128256) bf16 / fp32),
+        # against 54 / 72 / 112 / 169 with 16, 56 / 69 / 123 / 188 with 32 and 65 / 89 / 156 / 229
+        # with 8 warps x 4096 x 2. Classic drafts (target and draft rows in programs of their own,
+        # session 10): offline SASS 9.7 instructions per element unmasked, against 11.2 for 8 warps x
+        # 4096 and ~13-14.5 for session 9's kernel (a target and a draft tile per iteration).
+        stats_block = max(128, min(512, vocab_pow2))
+        stats_tiles = 8
         race_block = max(4, min(512, vocab_pow2))  # whole groups of 256, or one tile covering a short row
         cfg = {
             "stats_block": stats_block, "stats_tiles": max(1, min(stats_tiles, cdiv(vocab, stats_block))),
             "race_block": race_block, "race_tiles": _race_tiles(batch, vocab, race_block),
-            "stats_rows": 1, "race_rows": 1, "stats_warps": 1 if one_hot else 8, "race_warps": 1,
+            "stats_rows": 1, "race_rows": 1, "stats_warps": 1, "race_warps": 1,
             "accept_warps": 1, "pick_warps": 4,
         }  # fmt: skip
         # fast_log (the hardware log2 in the race pass; H200 run 14 measured the per-token race
@@ -1039,9 +1063,8 @@ def rejection_sample_logits(
     _check_tensor("offsets", offsets, (batch,), (torch.int64,), device)
     if num_draft_tokens is not None:
         _check_tensor("num_draft_tokens", num_draft_tokens, (batch,), _ID_DTYPES, device)
-    one_hot = draft_logits is None or num_k == 0  # the race pass's kind: the pick or the race
     return _launch(lg, draft_token_ids, draft_logits, temperature, seeds, offsets, num_draft_tokens,
-                   launch_config(batch, k_plus_1, vocab, _config, one_hot=one_hot))  # fmt: skip
+                   launch_config(batch, k_plus_1, vocab, _config))  # fmt: skip
 
 
 def stats_lane_i32(cfg: dict, vocab: int, target_stride_v: int, draft_stride_v: int) -> bool:
@@ -1121,7 +1144,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                          GW=max(4, min(GROUP_TOKENS, next_pow2(vocab))), FAST_LOG=cfg["fast_log"],
                          num_warps=cfg["pick_warps"])  # fmt: skip
         race_grid = (cdiv(batch, pick_rows),)
-    grids = ((cdiv(num_rows, cfg["stats_rows"]), nc1), (race_blocks,), race_grid)
+    # the stats pass: target rows, and draft rows (classic) in programs of their own (axis 2)
+    grids = ((cdiv(num_rows, cfg["stats_rows"]), nc1, 2 if has_draft else 1), (race_blocks,), race_grid)
     plan = (key, grids, (tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum),
             (stats_meta, accept_meta, race_meta), (nc1, nc2, num_parts, num_groups))  # fmt: skip
     if len(_PLANS) >= _MAX_PLANS:

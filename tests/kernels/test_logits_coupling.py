@@ -90,13 +90,28 @@ def test_chunking_leaves_tokens_unchanged(chunking):
     assert np.array_equal(whole[0][~ref.ambiguous], chunked[0][~ref.ambiguous])
 
 
-def test_unmasked_stats_chunks_couple():
-    """One-hot drafts, every row needed (no edge cases, no ragged counts), 256-column stats chunks at
-    V = 700: chunks 0 and 1 take the stats pass's unmasked loads, chunk 2 (the row's tail) the
-    masked ones; outputs equal the float64 reference outside ambiguous rows (n = 600 requests, K = 2).
-    Fails when the unmasked path stores no part statistics."""
-    case = make_batch(current_test_seed(), 600, 2, 700, classic=False, edges=False, ragged=False)
-    got, ref = run_both(case, config={"stats_block": 256, "stats_tiles": 1})
+UNMASKED = {  # requests, stats config: 256-column chunks at V = 700, so chunks 0 and 1 lie inside the row
+    # one-hot drafts: many rows per program, every one needed
+    "one-hot": (600, {"stats_block": 256, "stats_tiles": 1}),
+    # classic drafts: one row per program (as on the GPU), so a sampled request's draft rows, which
+    # have programs of their own, take the unmasked path too, and a bonus row's draft is skipped;
+    # two tiles per chunk, so both paths rescale the running sum
+    "classic": (120, {"stats_block": 128, "stats_tiles": 2, "stats_rows": 1}),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(UNMASKED))
+def test_unmasked_stats_chunks_couple(mode):
+    """Every row needed (no edge cases, no ragged counts), 256-column stats chunks at V = 700:
+    chunks 0 and 1 take the stats pass's unmasked loads, chunk 2 (the row's tail) the masked ones;
+    outputs equal the float64 reference outside ambiguous rows (K = 2; 600 one-hot requests, 120
+    classic ones at one row per program). Fails when the unmasked path stores no part statistics
+    (one-hot), drops a tile or skips the running sum's rescale (classic)."""
+    batch, config = UNMASKED[mode]
+    case = make_batch(
+        current_test_seed(), batch, 2, 700, classic=mode == "classic", edges=False, ragged=False
+    )
+    got, ref = run_both(case, config=config)
     differ = row_mismatch(got, ref)
     assert not np.any(differ & ~ref.ambiguous), f"unexplained mismatches on {np.flatnonzero(differ)[:5]}"
 
@@ -106,14 +121,13 @@ def test_gpu_default_config_is_valid(monkeypatch, vocab):
     """The GPU branch of launch_config (not run by the interpreter) gives a valid config at every
     vocabulary size, short rows included: H200 run 44's corpus hit race_block = 1 at V = 1."""
     monkeypatch.setattr(kl, "interpreting", lambda: False)
-    for one_hot in (False, True):
-        cfg = kl.launch_config(3, 4, vocab, one_hot=one_hot)
-        assert cfg["race_block"] >= 4 and cfg["race_block"] & (cfg["race_block"] - 1) == 0
-        assert cfg["race_block"] % 256 == 0 or (cfg["race_block"] >= vocab and cfg["race_tiles"] == 1)
-        assert cfg["stats_block"] >= 4 and cfg["stats_block"] & (cfg["stats_block"] - 1) == 0
-        assert 1 <= cfg["stats_tiles"] and (cfg["stats_tiles"] - 1) * cfg["stats_block"] < vocab
-    # one-hot drafts: one-warp stats programs over 512-column tiles, 8 per chunk (H200 run 48)
-    big = kl.launch_config(64, 5, 151936, one_hot=True)
+    cfg = kl.launch_config(3, 4, vocab)
+    assert cfg["race_block"] >= 4 and cfg["race_block"] & (cfg["race_block"] - 1) == 0
+    assert cfg["race_block"] % 256 == 0 or (cfg["race_block"] >= vocab and cfg["race_tiles"] == 1)
+    assert cfg["stats_block"] >= 4 and cfg["stats_block"] & (cfg["stats_block"] - 1) == 0
+    assert 1 <= cfg["stats_tiles"] and (cfg["stats_tiles"] - 1) * cfg["stats_block"] < vocab
+    # both draft kinds: one-warp stats programs over 512-column tiles, 8 per chunk (H200 runs 48, 54)
+    big = kl.launch_config(64, 5, 151936)
     assert (big["stats_block"], big["stats_tiles"], big["stats_warps"]) == (512, 8, 1)
 
 
