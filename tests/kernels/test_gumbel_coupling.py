@@ -135,6 +135,26 @@ def test_fast_sample_tiling_does_not_change_tokens(device, block_v, tiles_per_ch
     assert torch.equal(permuted, base[perm])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("pick", [False, True])
+def test_sample_p_comes_from_the_draw(device, dtype, pick):
+    """sample_p is probs at the drawn index, bit for bit in the input dtype, whichever program drew
+    the token: the merge (pick = False) or every chunk (pick = True); 0 on a row without mass. 400
+    rows x V = 1101 (5 groups, the last partial), 256-token tiles, 2 per chunk."""
+    rng = np.random.default_rng(current_test_seed())
+    batch, vocab = 400, 1101
+    p = _rows(rng, batch, vocab)
+    p[-1] = 0.0
+    p = torch.from_numpy(p).to(dtype).to(device)
+    seeds, offsets = (t.to(device) for t in _seeds(rng, batch))
+    tiling = kg.RaceTiling(128 if interpreting() else 1, 256, 2, 1, grouped=True, pick_in_chunk=pick)
+    sample_p, ids, _ = kg._fast_sample(p, 1, None, seeds, offsets, tiling=tiling)
+    assert sample_p.dtype == dtype and int(ids[-1, 0]) == -1 and bool((ids >= 0).any())
+    zero = torch.zeros((), dtype=dtype, device=device)
+    expected = torch.where(ids >= 0, p.gather(1, ids.clamp(min=0)), zero)
+    assert torch.equal(sample_p, expected)
+
+
 @pytest.mark.parametrize(
     "num_samples, tiles_per_chunk, grouped, pick",
     [(1, 1, False, False), (1, 3, False, False), (3, 1, False, False), (1, 1, True, False),
