@@ -44,10 +44,11 @@ def _probs(kind: str, shape, dtype, device, gen):
     return x.to(dtype)
 
 
-def cases(device: str, small: bool):
+def cases(device: str, small: bool, vocabs: list[int] | None = None):
     """The full corpus puts one bad id at a time into rows 0 and 1; the small one (CPU) puts all four
-    at once, one per row ("mixed"), so it is 4x smaller."""
-    vocabs = [1, 7, 1023, 1024, 1025, 4097] if not small else [1, 7, 33, 1025]
+    at once, one per row ("mixed"), so it is 4x smaller. `vocabs` replaces the vocabulary sizes (e.g.
+    4097 and 8200 for the GPU stats passes' unmasked chunks, which need a 4096-column chunk inside V)."""
+    vocabs = vocabs or ([1, 7, 1023, 1024, 1025, 4097] if not small else [1, 7, 33, 1025])
     ids = {"mixed": None} if small else BAD_IDS
     for V in vocabs:
         for kind in KINDS:
@@ -181,10 +182,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--small", action="store_true")
+    ap.add_argument("--vocabs", default="", help="comma-separated vocabulary sizes (default: the corpus's)")
     args = ap.parse_args()
+    vocabs = [int(v) for v in args.vocabs.split(",") if v]
     gen = torch.Generator(device=args.device).manual_seed(1)
     table, launched = [], 0
-    for c in cases(args.device, args.small or args.device == "cpu"):
+    for c in cases(args.device, args.small or args.device == "cpu", vocabs):
         res = run_case(c, args.device, gen)
         launched += len(res)
         table.append({**{k: str(v) for k, v in c.items() if k != "bad"}, "result": res})
