@@ -996,7 +996,10 @@ def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None) -> di
         # against 54 / 72 / 112 / 169 with 16, 56 / 69 / 123 / 188 with 32 and 65 / 89 / 156 / 229
         # with 8 warps x 4096 x 2. Classic drafts (target and draft rows in programs of their own,
         # session 10): offline SASS 9.7 instructions per element unmasked, against 11.2 for 8 warps x
-        # 4096 and ~13-14.5 for session 9's kernel (a target and a draft tile per iteration).
+        # 4096 and ~13-14.5 for session 9's kernel (a target and a draft tile per iteration); H200
+        # run 55 (same session, graph) 1.17x / 1.22x in bf16 and 1.05x / 1.07x in fp32 against it at
+        # (64, 4, 151936) / (128, 8, 128256); run 54: 1024 x 4 and 512 x 16 within 1.5% of 512 x 8,
+        # 8 warps x 4096 x 2 1.13-1.20x slower in bf16.
         stats_block = max(128, min(512, vocab_pow2))
         stats_tiles = 8
         race_block = max(4, min(512, vocab_pow2))  # whole groups of 256, or one tile covering a short row
