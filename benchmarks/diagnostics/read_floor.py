@@ -55,18 +55,28 @@ def _row_sum_kernel(x_ptr, out_ptr, V, stride, BLOCK: tl.constexpr, TILES: tl.co
     tl.store(out_ptr + row * tl.num_programs(1) + chunk, tl.sum(acc, axis=0))
 
 
-def _reader(name: str, x: torch.Tensor):
+READ_TILINGS = {"read_1w": (1024, 4, 1), "read_4w": (4096, 1, 4)}  # (BLOCK, TILES, warps)
+
+
+def row_sum_reader(x: torch.Tensor, name: str):
+    """(call, out): `call()` writes the chunk sums of x's rows to out [rows, chunks] (fp32) with the
+    READ_TILINGS[name] tiling."""
     rows, vocab = x.shape
+    block, tiles, warps = READ_TILINGS[name]
+    chunks = triton.cdiv(vocab, block * tiles)
+    out = torch.empty(rows, chunks, device=x.device)
+    call = lambda: _row_sum_kernel[(rows, chunks)](x, out, vocab, x.stride(0), BLOCK=block, TILES=tiles,  # noqa: E731
+                                                   num_warps=warps)  # fmt: skip
+    return call, out
+
+
+def _reader(name: str, x: torch.Tensor):
     if name == "empty":
         out = torch.empty(1, device=x.device)
         return lambda: _empty_kernel[(1,)](out)
     if name == "torch_sum":
         return lambda: x.sum(dim=1)
-    block, tiles, warps = (1024, 4, 1) if name == "read_1w" else (4096, 1, 4)
-    chunks = triton.cdiv(vocab, block * tiles)
-    out = torch.empty(rows, chunks, device=x.device)
-    return lambda: _row_sum_kernel[(rows, chunks)](x, out, vocab, x.stride(0), BLOCK=block, TILES=tiles,
-                                                   num_warps=warps)  # fmt: skip
+    return row_sum_reader(x, name)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
