@@ -252,14 +252,9 @@ def _part_stats_tile(t_row, need, cols, V, st_v, scale, t_max, t_sum, t_arg, any
         t_arg = tl.where(tile_max > t_max, tile_arg, t_arg)  # strict: the earlier index wins ties
     new_max = tl.maximum(t_max, tile_max)
     shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
-    # exp2((l - shift) scale) as exp2(l scale - shift scale): one FFMA per element instead of a
-    # subtraction and a multiplication. The rounding of shift * scale (<= 2^-24 |shift scale|, ~5e-6
-    # for |shift / T| = 60) is one factor common to the whole tile, so it moves the part sums by that
-    # relative amount (~4e-6) and the tokens' probabilities by no more: far inside the reference's
-    # 1e-4 ambiguity tolerance (tests/kernels/test_logits_coupling.py). H200 run 59 (same session,
-    # graph): 1.02x in bf16, 1.00x in fp32; the classic stats tile (_chunk_stats_tile) was 0.99x
-    # with it, so it keeps the subtraction.
-    part_sum = tl.sum(tl.exp2(l * scale[:, None, None] - (shift * scale)[:, None, None]), axis=2)  # [R, NG]
+    # (l - shift) scale, not l scale - shift scale (one FFMA, H200 run 59: 1.02x in bf16): with a tiny
+    # T both products overflow and inf - inf is NaN (tests/reliability caught it); l - shift <= 0 does not
+    part_sum = tl.sum(tl.exp2((l - shift[:, None, None]) * scale[:, None, None]), axis=2)  # [R, NG]
     tl.store(gmax_ptr + out_row + part, tl.broadcast_to(new_max[:, None], part_sum.shape), mask=part_ok)
     tl.store(gsum_ptr + out_row + part, part_sum, mask=part_ok)
     t_sum = t_sum * tl.exp2((t_max - shift) * scale) + tl.sum(part_sum, axis=1)
