@@ -55,14 +55,15 @@ SWEEP = [
 # replaces the race pass): the default (the same stats tiling, 4 warps per request in the pick)
 # against 16 tiles per chunk and 2 or 8 warps per request. (Run 48 also timed 8 warps x 4096 x 2,
 # 2 warps x 1024 x 8, 32 tiles and a 1-warp pick for one-hot: slower, benchmarks/NOTES.md.)
+# the stats tiling until session 9 (classic) / 8 (one-hot); timed and coupled against the default
+EIGHT_WARP_STATS = {"stats_block": 4096, "stats_tiles": 2, "stats_warps": 8}
 PERF_SWEEP = {
-    "classic": [None, {"stats_block": 1024, "stats_tiles": 4}, {"stats_tiles": 16},
-                {"stats_block": 4096, "stats_tiles": 2, "stats_warps": 8}],
+    "classic": [None, {"stats_block": 1024, "stats_tiles": 4}, {"stats_tiles": 16}, EIGHT_WARP_STATS],
     "one-hot": [None, {"stats_tiles": 16}, {"pick_warps": 2}, {"pick_warps": 8}],
 }  # fmt: skip
 SWEEP_NAMES = "classic: default/1024x4/512x16/8w-4096x2; one-hot: default/512x16/pick-2w/pick-8w"
 # one-hot configurations coupled with the reference besides the default
-ONE_HOT_COUPLED = [{"stats_block": 4096, "stats_tiles": 2, "stats_warps": 8},
+ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
@@ -241,7 +242,7 @@ def main() -> int:
         lambda: coupling(128, 4, 151936, "bf16", True, gen, SWEEP[2]),
         lambda: coupling(32, 8, 128256, "bf16", False, gen, SWEEP[3]),
         lambda: coupling(128, 4, 151936, "fp32", True, gen, {"race_tiles": 1}),
-        lambda: coupling(128, 4, 151936, "bf16", True, gen, PERF_SWEEP["classic"][3]),
+        lambda: coupling(128, 4, 151936, "bf16", True, gen, EIGHT_WARP_STATS),
         lambda: coupling(64, 8, 128256, "fp32", False, gen, ONE_HOT_COUPLED[0]),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, ONE_HOT_COUPLED[1]),
         lambda: coupling(64, 4, 151936, "fp32", False, gen, ONE_HOT_COUPLED[2]),
