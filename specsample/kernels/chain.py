@@ -17,14 +17,15 @@ Arithmetic: inputs are widened to float64 before anything is summed. The accepta
 (u + 2^-25) q(x) < p(x) is then exact (a 25-bit by 24-bit product fits in 53 bits), p - q is exact,
 and the sums behind the inverse CDF carry relative errors of order 2^-53 instead of 2^-24: with
 float32 sums the token would flip on about V 2^-25 of all rows (~0.5% at V = 151936), with float64
-on ~V 2^-54. Comparisons that are exact in float32 (clean(), p > q) stay in float32. The streaming
-loop is instruction-bound, not memory-bound (benchmarks/NOTES.md: SASS per element).
+on ~V 2^-54. Comparisons that are exact in float32 (clean(), p > q) stay in float32. What bounds
+the streaming loop is latency, not bytes (benchmarks/NOTES.md, session 11: Nsight Compute).
 
 Must-read bytes are one row of p and q per request (the accept tests are gathers), plus one chunk
-per request for the emit. On the GPU each program handles one row (BLOCK_ROWS = 1) and the
-vocabulary is split over enough programs to fill the SMs (benchmarks/NOTES.md has the measured
-choice); under the Triton interpreter, whose cost is per program and per op, each program handles
-hundreds of rows as [BLOCK_ROWS, BLOCK_V] tiles.
+per request for the emit. On the GPU each program is one warp on one row (BLOCK_ROWS = 1) and the
+vocabulary is split over enough programs to fill the SMs (_launch_config); chunks that lie inside
+the row load without masks, and a bonus row never touches q. Under the Triton interpreter, whose
+cost is per program and per op, each program handles hundreds of rows as [BLOCK_ROWS, BLOCK_V]
+tiles.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult, empty_result
 
-_GPU_PROGRAMS_FOR_LOOP = 8 * H200_SMS  # chunks in the grid from which programs loop over 4
+_GPU_PROGRAMS = 8 * H200_SMS  # one-warp programs wanted in the grid at least (H200 run 61)
+_GPU_MAX_TILES = 16  # chunks one program streams at most
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
 _INTERP_TILE_ELEMENTS = 1 << 20
 
@@ -106,24 +108,57 @@ def _row_setup(rows, row_ok, n_ptr, sn_b, seed_ptr, ss_b, offset_ptr, so_b,
     return n, seed, offset
 
 
+# _residual_tile modes (constexpr): which rows and columns a tile may hold
+_MASKED = tl.constexpr(0)  # any rows, columns past V: masked loads
+_FULL_PQ = tl.constexpr(1)  # classic, every row rejected, every column < V: p and q, no masks
+_FULL_P = tl.constexpr(2)  # every row reads p alone (one-hot, or classic bonus rows), every column < V
+
+
 @triton.jit
 def _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
-                   K: tl.constexpr, HAS_DRAFT_PROBS: tl.constexpr):  # fmt: skip
+                   K: tl.constexpr, HAS_DRAFT_PROBS: tl.constexpr, MODE: tl.constexpr):  # fmt: skip
     """(r, clean p) on a [BLOCK_ROWS, BLOCK_V] tile of target row j = a: r is max(0, p - q) (classic)
     or p with x_j zeroed (one-hot) on rejected rows, and p itself on bonus rows. Row offsets are
     int64; `cols` may be int32 (the launcher checks that V * sp_v fits), so the per-element
-    address arithmetic stays 32-bit."""
+    address arithmetic stays 32-bit. MODE _FULL_PQ / _FULL_P: the caller has established that the
+    tile lies inside V and which rows read q, so the loads carry no mask."""
     p_row = p_ptr + (rows * sp_b + a * sp_k)
-    p32 = _clean32(load_once(p_row[:, None] + cols * sp_v, mask, 0.0))
+    if MODE == _MASKED:
+        p32 = _clean32(load_once(p_row[:, None] + cols * sp_v, mask, 0.0))
+    else:
+        p32 = _clean32(load_once(p_row[:, None] + cols * sp_v, None, None))
     p_j = p32.to(tl.float64)
-    if HAS_DRAFT_PROBS:
+    if HAS_DRAFT_PROBS and MODE != _FULL_P:
         q_row = q_ptr + (rows * sq_b + tl.minimum(a, K - 1) * sq_k)  # read on rejected rows: a < n <= K
-        q32 = _clean32(load_once(q_row[:, None] + cols * sq_v, mask & rejected[:, None], 0.0))
+        if MODE == _MASKED:
+            q32 = _clean32(load_once(q_row[:, None] + cols * sq_v, mask & rejected[:, None], 0.0))
+        else:
+            q32 = _clean32(load_once(q_row[:, None] + cols * sq_v, None, None))
         # max(0, p - q) with the comparison in float32 (exact) and the difference in float64 (exact)
         r = tl.where(p32 > q32, p_j - q32.to(tl.float64), 0.0)
+    elif HAS_DRAFT_PROBS:
+        r = p_j  # _FULL_P with draft probabilities: bonus rows only
     else:
         r = tl.where(rejected[:, None] & (cols == x_j[:, None]), 0.0, p_j)
     return r, p_j
+
+
+@triton.jit
+def _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first, tiles_per_program,
+                   V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K: tl.constexpr,
+                   HAS_DRAFT_PROBS: tl.constexpr, BLOCK_V: tl.constexpr, NUM_STAGES: tl.constexpr,
+                   MODE: tl.constexpr):  # fmt: skip
+    """partial[c] = (sum_c r, sum_c clean p) for this program's chunks c = first .. first + tiles - 1."""
+    for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
+        chunk = first + t
+        cols = chunk * BLOCK_V + lane
+        mask = row_ok[:, None] & (cols < V)
+        r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
+                                sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS, MODE)  # fmt: skip
+        part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
+        part_ok = row_ok & (rows * 0 + chunk < num_chunks)  # (a scalar mask term upsets the interpreter)
+        tl.store(part, tl.sum(r, axis=1), mask=part_ok)
+        tl.store(part + 1, tl.sum(p_j, axis=1), mask=part_ok)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -171,7 +206,7 @@ def _emit_rows(
     cols = chunk[:, None] * BLOCK_V + lane
     mask = valid[:, None] & (cols < V)
     r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
-                            sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
+                            sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS, _MASKED)  # fmt: skip
     vals = tl.where(fallback[:, None], p_j, r)
     positive = vals > 0.0
     hit = tl.min(tl.where(positive & (tl.cumsum(vals, axis=1) > local[:, None]), lane, BLOCK_V), axis=1)
@@ -245,16 +280,31 @@ def _chain_kernel(
     if LANE_I64:
         lane = lane.to(tl.int64)
     first = tl.program_id(1) * tiles_per_program  # int32: chunk * BLOCK_V < V + BLOCK_V < 2^31
-    for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
-        chunk = first + t
-        cols = chunk * BLOCK_V + lane
-        mask = row_ok[:, None] & (cols < V)
-        r, p_j = _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask,
-                                sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS)  # fmt: skip
-        part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
-        part_ok = row_ok & (rows * 0 + chunk < num_chunks)  # (a scalar mask term upsets the interpreter)
-        tl.store(part, tl.sum(r, axis=1), mask=part_ok)
-        tl.store(part + 1, tl.sum(p_j, axis=1), mask=part_ok)
+    # Row-uniform branches (BLOCK_ROWS = 1 on the GPU): a span inside V whose rows all exist loads
+    # without masks, and classic rows read q only when rejected.
+    full = (tl.min(row_ok.to(tl.int32), axis=0) > 0) & ((first + tiles_per_program) * BLOCK_V <= V)
+    rej = rejected.to(tl.int32)
+    if HAS_DRAFT_PROBS:
+        if full & (tl.min(rej, axis=0) > 0):
+            _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
+                           tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
+                           K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _FULL_PQ)  # fmt: skip
+        elif full & (tl.max(rej, axis=0) == 0):
+            _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
+                           tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
+                           K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _FULL_P)  # fmt: skip
+        else:
+            _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
+                           tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
+                           K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _MASKED)  # fmt: skip
+    elif full:
+        _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
+                       tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
+                       K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _FULL_P)  # fmt: skip
+    else:
+        _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
+                       tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
+                       K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _MASKED)  # fmt: skip
 
     # release this program's partials; the last program of the row block reads them all (acquire)
     arrived = tl.atomic_add(arrivals_ptr + pid_rows, 1, sem="acq_rel")
@@ -280,23 +330,27 @@ class _Config(NamedTuple):
 
 
 def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps: int | None = None,
-                   tiles: int | None = None, num_stages: int | None = None) -> _Config:  # fmt: skip
-    """GPU: one row per program, chunks of 1024 tokens, 4 chunks per program with a 3-stage
-    pipelined loop, or one chunk per program when the batch is too small to fill the GPU that way
-    (H200 run 11, benchmarks/NOTES.md: 1.1-1.4x faster than one chunk per program at B >= 16, and
-    latency-bound B = 1 prefers the widest split; runs 14-15 swept 13 configurations again, none
-    more than 3% faster). Interpreter: a whole small vocabulary per tile, many rows per tile, one
-    program per row block. Any field can be overridden (tests, sweeps)."""
+                   tiles: int | None = None, num_stages: int | None = None,
+                   block_rows: int | None = None) -> _Config:  # fmt: skip
+    """GPU: one row per program, one warp per program over 512-column chunks (the chunk sums are
+    in-warp reductions, no barrier), each program streaming up to 16 consecutive chunks with a
+    3-stage pipelined loop, or fewer so that the grid keeps at least 8 programs per SM (B = 1: one
+    chunk per program, the widest split). H200 runs 61-62 (benchmarks/NOTES.md, session 11): against
+    four-warp programs over four 1024-column chunks, 1.08-1.10x at fp32 (64, 4, 151936) and
+    (128, 8, 128256), 1.57x at bf16 (128, 8, 128256), equal at B = 1 and 16. Interpreter: a whole
+    small vocabulary per tile, many rows per tile, one program per row block. Any field can be
+    overridden (tests, sweeps)."""
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
-        rows = max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
+        rows = block_rows or max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
         return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1)
-    bv = block_v or min(1024, max(128, vocab_pow2))
+    bv = block_v or min(512, max(128, vocab_pow2))
     if tiles is None:
-        tiles = 4 if batch * cdiv(vocab, bv) >= _GPU_PROGRAMS_FOR_LOOP else 1
-    warps = num_warps or (4 if bv <= 2048 else 8)
-    return _Config(1, bv, warps, tiles, num_stages or (3 if tiles > 1 else 1))
+        chunks = cdiv(vocab, bv)
+        tiles = max(1, min(_GPU_MAX_TILES, chunks, batch * chunks // _GPU_PROGRAMS))
+    warps = num_warps or (1 if bv <= 512 else 4 if bv <= 2048 else 8)
+    return _Config(block_rows or 1, bv, warps, tiles, num_stages or (3 if tiles > 1 else 1))
 
 
 def chain_rejection_sample(
@@ -410,9 +464,9 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
 
 
 def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
-    """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages) replace
-    the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests, and the H200
-    tuning sweep in ci/gpu/chain_gpu.py)."""
+    """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages,
+    block_rows) replace the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests,
+    and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
     batch, k_plus_1, vocab = p.shape
     device = p.device
     result = empty_result(batch, k_plus_1, device)

@@ -100,11 +100,11 @@ def make_case(seed: int, batch: int, num_k: int, vocab: int, kind: str, draft_ki
     )  # fmt: skip
 
 
-def assert_coupled(case, block_v, id_dtype=torch.int64, tiles=None, lane_i64=False):
+def assert_coupled(case, block_v, id_dtype=torch.int64, tiles=None, lane_i64=False, block_rows=None):
     p, q, x, n, u = case["p"], case["q"], case["x"], case["n"], case["u"]
     batch, _, vocab = p.shape
     got = _launch(dev(p), dev(x.to(id_dtype)), dev(q), dev(n), dev(u), None, None,
-                  block_v=block_v, tiles=tiles, lane_i64=lane_i64)  # fmt: skip
+                  block_v=block_v, tiles=tiles, lane_i64=lane_i64, block_rows=block_rows)  # fmt: skip
     tol = coupling_tol(batch, vocab, block_v)
     ref = chain_rejection_reference(
         p.double().numpy(), x.numpy(), None if q is None else q.double().numpy(),
@@ -194,6 +194,22 @@ def test_mismatch_rate_certifies_tv_to_reference(classic):
         mismatches, n_rows, 1e-6, seed=seed, label=f"chain {'classic' if classic else 'one-hot'}"
     )
     assert cert.tv_bound <= 1e-3, f"{cert.what} ({mismatches}/{n_rows} rows differ, seed {seed})"
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("classic", [True, False], ids=["classic", "onehot"])
+def test_unmasked_chunks_couple(classic, dtype):
+    """One row per program (the GPU's layout), 64-column chunks, 2 per program, V = 300: programs 0
+    and 1 of a row lie inside V and stream without masks (classic rejected rows read p and q, classic
+    bonus rows and one-hot rows p alone), program 2 holds the row's tail and takes the masked loads.
+    Every unambiguous row equals the float64 reference (48 requests, K = 2, every row needed). Fails
+    when an unmasked path drops a tile, reads q on a bonus row's chunks or forgets to subtract it."""
+    case = make_case(seeding.current_test_seed(), 48, 2, 300, "dirichlet", "dirichlet", dtype,
+                     False, False, classic, False)  # fmt: skip
+    differ, ref = assert_coupled(case, 64, tiles=2, block_rows=1)
+    bonus = ref.num_accepted == 2
+    # design check: the rows streamed cover the paths named above (classic: both kinds of rows)
+    assert not bonus.all() and (bonus.any() or not classic), ref.num_accepted
 
 
 def test_seeded_path_couples_with_reference_uniforms():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from specsample.kernels import chain as chain_module
 from specsample.kernels._launch import interpreting
 from specsample.kernels.chain import _launch, chain_rejection_sample
 from specsample.stats import seeding
@@ -225,3 +226,29 @@ def test_interpreter_throughput_at_small_vocab(source):
     rate = batch / (time.perf_counter() - start)
     print(f"chain interpreter throughput ({source}): {rate:.3g} rows/s")
     assert rate >= 1e4, f"{rate:.3g} rows/s < 1e4 at V = {vocab}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the GPU launch configuration (the interpreter never takes that branch)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch", [1, 3, 16, 64, 128, 1024, 8192])
+@pytest.mark.parametrize("vocab", [1, 2, 7, 255, 512, 513, 32000, 128256, 151936])
+def test_gpu_default_config_is_valid(monkeypatch, batch, vocab):
+    """The GPU branch of _launch_config gives a power-of-two chunk of 128-512 columns and between
+    one chunk per program and the row's chunk count, at every size."""
+    monkeypatch.setattr(chain_module, "interpreting", lambda: False)
+    cfg = chain_module._launch_config(batch, vocab)
+    assert cfg.block_rows == 1 and cfg.block_v & (cfg.block_v - 1) == 0 and 128 <= cfg.block_v <= 512
+    assert 1 <= cfg.tiles <= min(chain_module._GPU_MAX_TILES, -(-vocab // cfg.block_v))
+    assert cfg.num_warps == 1 and cfg.num_stages == (3 if cfg.tiles > 1 else 1)
+
+
+def test_gpu_default_tiling_at_the_issue_shapes(monkeypatch):
+    """One-warp programs over 512-column chunks; 16 chunks per program once the batch gives that
+    many chunks to spare (H200 runs 61-62), one at B = 1 (latency: the widest split)."""
+    monkeypatch.setattr(chain_module, "interpreting", lambda: False)
+    tiles = {shape: chain_module._launch_config(*shape).tiles for shape in
+             ((1, 32000), (16, 128256), (64, 151936), (128, 128256))}  # fmt: skip
+    assert tiles == {(1, 32000): 1, (16, 128256): 3, (64, 151936): 16, (128, 128256): 16}
