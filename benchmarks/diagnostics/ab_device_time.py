@@ -46,6 +46,10 @@ CASES = (  # kernel, B, K, V, dtype: the issue shapes of the kernels the change 
     ("logits_onehot", 64, 4, 151936, "float32"),
     ("logits_onehot", 64, 4, 151936, "bfloat16"),
     ("logits_onehot", 128, 8, 128256, "bfloat16"),
+    ("chain", 64, 4, 151936, "bfloat16"),  # chain's bf16 record (issue 4) and its one-hot drafts
+    ("chain", 128, 8, 128256, "bfloat16"),
+    ("chain_onehot", 16, 4, 128256, "float32"),
+    ("chain_onehot", 64, 4, 151936, "float32"),
 )
 
 

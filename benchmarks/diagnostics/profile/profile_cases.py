@@ -1,6 +1,6 @@
 """Kernels to profile under Nsight Compute, and the host (Python) cost of each eager call.
 
-    ncu --clock-control none --profile-from-start off ... python3 profile_cases.py kernels
+    ncu --clock-control none --profile-from-start off ... python3 profile_cases.py kernels [PREFIXES]
     python3 profile_cases.py host          # cProfile of eager calls: where the launch time goes
 
 `kernels` compiles every case first (outside the profiled range), then runs each case once between
@@ -39,8 +39,13 @@ def cases(gen):
     out = {}
     p, x, q, u = chain_perf_inputs(64, 4, 151936, torch.float32, gen)
     out["chain default (64,4,151936)"] = lambda: kc._launch(p, x, q, None, u, None, None)
+    # session 10's default tiling (four warps, four 1024-column chunks per program), for comparison
+    out["chain 1024x4x4 (64,4,151936)"] = lambda: kc._launch(p, x, q, None, u, None, None, block_v=1024,
+                                                             num_warps=4, tiles=4, num_stages=3)  # fmt: skip
     pb, xb, qb, ub = chain_perf_inputs(64, 4, 151936, torch.bfloat16, gen)
     out["chain default bf16 (64,4,151936)"] = lambda: kc._launch(pb, xb, qb, None, ub, None, None)
+    p2, x2, q2, u2 = chain_perf_inputs(16, 4, 128256, torch.float32, gen)
+    out["chain default (16,4,128256)"] = lambda: kc._launch(p2, x2, q2, None, u2, None, None)
     for batch, vocab in ((64, 151936), (256, 128256)):
         probs = torch.softmax(torch.randn(batch, vocab, generator=gen, device=DEV) * 3.0, -1)
         seeds = torch.randint(0, 2**62, (batch,), generator=gen, device=DEV)
@@ -61,9 +66,10 @@ def cases(gen):
     return out
 
 
-def kernels() -> None:
+def kernels(only: str = "") -> None:
+    """Every case, or those whose name starts with one of the comma-separated prefixes `only`."""
     gen = torch.Generator(DEV).manual_seed(0)
-    todo = cases(gen)
+    todo = {k: v for k, v in cases(gen).items() if not only or k.startswith(tuple(only.split(",")))}
     for fn in todo.values():  # compile and warm outside the profiled range
         fn()
         fn()
@@ -120,4 +126,4 @@ def host() -> None:
 
 
 if __name__ == "__main__":
-    {"kernels": kernels, "host": host}[sys.argv[1]]()
+    {"kernels": kernels, "host": host}[sys.argv[1]](*sys.argv[2:])
