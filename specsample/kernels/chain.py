@@ -334,17 +334,22 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
                    block_rows: int | None = None) -> _Config:  # fmt: skip
     """GPU: one row per program, one warp per program over 512-column chunks (the chunk sums are
     in-warp reductions, no barrier), each program streaming up to 16 consecutive chunks with a
-    3-stage pipelined loop, or fewer so that the grid keeps at least 8 programs per SM (B = 1: one
-    chunk per program, the widest split). H200 runs 61-62 (benchmarks/NOTES.md, session 11): against
-    four-warp programs over four 1024-column chunks, 1.08-1.10x at fp32 (64, 4, 151936) and
-    (128, 8, 128256), 1.57x at bf16 (128, 8, 128256), equal at B = 1 and 16. Interpreter: a whole
-    small vocabulary per tile, many rows per tile, one program per row block. Any field can be
-    overridden (tests, sweeps)."""
+    3-stage pipelined loop, or fewer so that the grid keeps at least 8 programs per SM. H200 runs
+    61-62 (benchmarks/NOTES.md, session 11): against four-warp programs over four 1024-column
+    chunks, 1.08-1.10x at fp32 (64, 4, 151936) and (128, 8, 128256), 1.57x at bf16
+    (128, 8, 128256), equal at (16, 4, 128256). Where that would leave one chunk per program (small
+    batches: latency-bound), four warps over one 1024-column chunk per program, the widest split.
+    Interpreter: a whole small vocabulary per tile, many rows per tile, one program per row block.
+    Any field can be overridden (tests, sweeps)."""
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
         rows = block_rows or max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
         return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1)
+    if block_v is None and tiles is None and batch * cdiv(vocab, 512) < 2 * _GPU_PROGRAMS:
+        # latency regime (B = 1 at V = 32000): one chunk per program, four warps over 1024 columns
+        # (H200 run 66: 10.2-10.7 us against 10.8-10.9 for one-warp programs over 512 columns)
+        block_v, num_warps, tiles = min(1024, max(128, vocab_pow2)), num_warps or 4, 1
     bv = block_v or min(512, max(128, vocab_pow2))
     if tiles is None:
         chunks = cdiv(vocab, bv)

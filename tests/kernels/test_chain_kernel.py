@@ -236,19 +236,23 @@ def test_interpreter_throughput_at_small_vocab(source):
 @pytest.mark.parametrize("batch", [1, 3, 16, 64, 128, 1024, 8192])
 @pytest.mark.parametrize("vocab", [1, 2, 7, 255, 512, 513, 32000, 128256, 151936])
 def test_gpu_default_config_is_valid(monkeypatch, batch, vocab):
-    """The GPU branch of _launch_config gives a power-of-two chunk of 128-512 columns and between
-    one chunk per program and the row's chunk count, at every size."""
+    """The GPU branch of _launch_config gives a power-of-two chunk of 128-1024 columns and between
+    one chunk per program and the row's chunk count, at every size: one warp over chunks of at most
+    512 columns, or (the latency regime) four warps over one chunk per program."""
     monkeypatch.setattr(chain_module, "interpreting", lambda: False)
     cfg = chain_module._launch_config(batch, vocab)
-    assert cfg.block_rows == 1 and cfg.block_v & (cfg.block_v - 1) == 0 and 128 <= cfg.block_v <= 512
+    assert cfg.block_rows == 1 and cfg.block_v & (cfg.block_v - 1) == 0 and 128 <= cfg.block_v <= 1024
     assert 1 <= cfg.tiles <= min(chain_module._GPU_MAX_TILES, -(-vocab // cfg.block_v))
-    assert cfg.num_warps == 1 and cfg.num_stages == (3 if cfg.tiles > 1 else 1)
+    assert cfg.num_stages == (3 if cfg.tiles > 1 else 1)
+    assert (cfg.num_warps, cfg.block_v <= 512) == (1, True) or (cfg.num_warps, cfg.tiles) == (4, 1)
 
 
 def test_gpu_default_tiling_at_the_issue_shapes(monkeypatch):
-    """One-warp programs over 512-column chunks; 16 chunks per program once the batch gives that
-    many chunks to spare (H200 runs 61-62), one at B = 1 (latency: the widest split)."""
+    """One-warp programs over 512-column chunks, 16 chunks per program once the batch gives that
+    many chunks to spare (H200 runs 61-62); at B = 1 four warps over one 1024-column chunk per
+    program (latency: the widest split, run 66)."""
     monkeypatch.setattr(chain_module, "interpreting", lambda: False)
-    tiles = {shape: chain_module._launch_config(*shape).tiles for shape in
-             ((1, 32000), (16, 128256), (64, 151936), (128, 128256))}  # fmt: skip
-    assert tiles == {(1, 32000): 1, (16, 128256): 3, (64, 151936): 16, (128, 128256): 16}
+    tiling = {shape: chain_module._launch_config(*shape)[1:4] for shape in
+              ((1, 32000), (16, 128256), (64, 151936), (128, 128256))}  # fmt: skip
+    assert tiling == {(1, 32000): (1024, 4, 1), (16, 128256): (512, 1, 3), (64, 151936): (512, 1, 16),
+                      (128, 128256): (512, 1, 16)}  # fmt: skip
