@@ -134,8 +134,9 @@ def _residual_tile(p_ptr, q_ptr, rows, a, rejected, x_j, cols, mask, sp_b, sp_k,
             q32 = _clean32(load_once(q_row[:, None] + cols * sq_v, mask & rejected[:, None], 0.0))
         else:
             q32 = _clean32(load_once(q_row[:, None] + cols * sq_v, None, None))
-        # max(0, p - q) with the comparison in float32 (exact) and the difference in float64 (exact)
-        r = tl.where(p32 > q32, p_j - q32.to(tl.float64), 0.0)
+        # max(0, p - q) = p - min(p, q): the min in float32 (exact, one FMNMX instead of a compare
+        # and a float64 select), the difference in float64 (exact); p, q are clean (no NaN)
+        r = p_j - tl.minimum(p32, q32).to(tl.float64)
     elif HAS_DRAFT_PROBS:
         r = p_j  # _FULL_P with draft probabilities: bonus rows only
     else:
