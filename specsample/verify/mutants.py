@@ -180,7 +180,7 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "chain kernel: residual |p - q| instead of max(0, p - q)",
         [
             (
-                r"r = tl\.where\(p32 > q32, p_j - q32\.to\(tl\.float64\), 0\.0\)",
+                r"r = p_j - tl\.minimum\(p32, q32\)\.to\(tl\.float64\)",
                 "r = tl.abs(p_j - q32.to(tl.float64))",
             )
         ],
@@ -233,8 +233,8 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "chain kernel: the bonus token is drawn from p[K] instead of p[n_b]",
         [
             (
-                r"p_row = p_ptr \+ \(rows \* sp_b \+ a \* sp_k\)\n    p32 = ",
-                "p_row = p_ptr + (rows * sp_b + tl.where(rejected, a, K) * sp_k)\n    p32 = ",
+                r"p_row = p_ptr \+ \(rows \* sp_b \+ a \* sp_k\)\n",
+                "p_row = p_ptr + (rows * sp_b + tl.where(rejected, a, K) * sp_k)\n",
             )
         ],
     ),
