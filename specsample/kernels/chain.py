@@ -17,7 +17,7 @@ Arithmetic: inputs are widened to float64 before anything is summed. The accepta
 (u + 2^-25) q(x) < p(x) is then exact (a 25-bit by 24-bit product fits in 53 bits), p - q is exact,
 and the sums behind the inverse CDF carry relative errors of order 2^-53 instead of 2^-24: with
 float32 sums the token would flip on about V 2^-25 of all rows (~0.5% at V = 151936), with float64
-on ~V 2^-54. Comparisons that are exact in float32 (clean(), p > q) stay in float32. What bounds
+on ~V 2^-54. Operations that are exact in float32 (clean(), min(p, q)) stay in float32. What bounds
 the streaming loop is latency, not bytes (benchmarks/NOTES.md, session 11: Nsight Compute).
 
 Must-read bytes are one row of p and q per request (the accept tests are gathers), plus one chunk
