@@ -52,6 +52,8 @@ from specsample.kernels.result import SampleResult, empty_result
 
 _GPU_PROGRAMS = 8 * H200_SMS  # one-warp programs wanted in the grid at least (H200 run 61)
 _GPU_MAX_TILES = 16  # chunks one program streams at most
+_GPU_CHUNK = 512  # columns per chunk of a one-warp program
+_GPU_LATENCY_CHUNK = 1024  # columns per chunk of a four-warp program in the latency regime (run 66)
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
 _INTERP_TILE_ELEMENTS = 1 << 20
 
@@ -282,23 +284,17 @@ def _chain_kernel(
         lane = lane.to(tl.int64)
     first = tl.program_id(1) * tiles_per_program  # int32: chunk * BLOCK_V < V + BLOCK_V < 2^31
     # Row-uniform branches (BLOCK_ROWS = 1 on the GPU): a span inside V whose rows all exist loads
-    # without masks, and classic rows read q only when rejected.
+    # without masks; q is read by every row (classic, all rejected) or by none (one-hot drafts, or
+    # classic bonus rows). The constexpr terms fold, so a one-hot kernel keeps two branches.
     full = (tl.min(row_ok.to(tl.int32), axis=0) > 0) & ((first + tiles_per_program) * BLOCK_V <= V)
     rej = rejected.to(tl.int32)
-    if HAS_DRAFT_PROBS:
-        if full & (tl.min(rej, axis=0) > 0):
-            _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
-                           tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
-                           K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _FULL_PQ)  # fmt: skip
-        elif full & (tl.max(rej, axis=0) == 0):
-            _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
-                           tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
-                           K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _FULL_P)  # fmt: skip
-        else:
-            _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
-                           tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
-                           K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _MASKED)  # fmt: skip
-    elif full:
+    q_everywhere = (tl.min(rej, axis=0) > 0) & HAS_DRAFT_PROBS
+    q_nowhere = (tl.max(rej, axis=0) == 0) | (not HAS_DRAFT_PROBS)
+    if full & q_everywhere:
+        _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
+                       tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
+                       K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _FULL_PQ)  # fmt: skip
+    elif full & q_nowhere:
         _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, lane, first,
                        tiles_per_program, V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v,
                        K, HAS_DRAFT_PROBS, BLOCK_V, NUM_STAGES, _FULL_P)  # fmt: skip
@@ -347,15 +343,15 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
         bv = block_v or min(vocab_pow2, 1024)
         rows = block_rows or max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
         return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1)
-    if block_v is None and tiles is None and batch * cdiv(vocab, 512) < 2 * _GPU_PROGRAMS:
-        # latency regime (B = 1 at V = 32000): one chunk per program, four warps over 1024 columns
-        # (H200 run 66: 10.2-10.7 us against 10.8-10.9 for one-warp programs over 512 columns)
-        block_v, num_warps, tiles = min(1024, max(128, vocab_pow2)), num_warps or 4, 1
-    bv = block_v or min(512, max(128, vocab_pow2))
+    if block_v is None and tiles is None and batch * cdiv(vocab, _GPU_CHUNK) < 2 * _GPU_PROGRAMS:
+        # latency regime (B = 1 at V = 32000): the one-warp rule below would give one chunk per
+        # program; four warps over 1024 columns instead (H200 run 66: 10.2-10.7 us against 10.8-10.9)
+        block_v, num_warps, tiles = min(_GPU_LATENCY_CHUNK, max(128, vocab_pow2)), num_warps or 4, 1
+    bv = block_v or min(_GPU_CHUNK, max(128, vocab_pow2))
     if tiles is None:
         chunks = cdiv(vocab, bv)
         tiles = max(1, min(_GPU_MAX_TILES, chunks, batch * chunks // _GPU_PROGRAMS))
-    warps = num_warps or (1 if bv <= 512 else 4 if bv <= 2048 else 8)
+    warps = num_warps or (1 if bv <= _GPU_CHUNK else 4 if bv <= 2048 else 8)
     return _Config(block_rows or 1, bv, warps, tiles, num_stages or (3 if tiles > 1 else 1))
 
 
