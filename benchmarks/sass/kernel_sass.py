@@ -53,8 +53,16 @@ LOGITS_PTR_TYPES = dict(x_ptr="*i64", n_ptr="*i64", seed_ptr="*i64", offset_ptr=
                         fallback_ptr="*i1", valid_ptr="*i1", row_i_ptr="*i32")  # fmt: skip
 
 
-def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles: int, flags: dict):
-    """(ptxas -v output, SASS text) of the kernel for sm_90a."""
+def compile_sass(
+    kernel_name: str,
+    block_v: int,
+    warps: int,
+    stages: int,
+    tiles: int,
+    flags: dict,
+    logits_dtype: str = "fp32",
+):
+    """(ptxas -v output, SASS text) of the kernel for sm_90a (logits kernels: logits of `logits_dtype`)."""
     if kernel_name == "chain":
         fn, ptr_types, divisible = _chain_kernel, PTR_TYPES, DIVISIBLE
         const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
@@ -69,10 +77,12 @@ def compile_sass(kernel_name: str, block_v: int, warps: int, stages: int, tiles:
         fn = _logits_stats_kernel if kernel_name == "logits-stats" else _logits_race_kernel
         ptr_types = {p: LOGITS_PTR_TYPES.get(p, "*fp32") for p in inspect.signature(fn.fn).parameters
                      if p.endswith("_ptr")}  # fmt: skip
+        ptr_types.update(t_ptr=f"*{logits_dtype}", d_ptr=f"*{logits_dtype}")
         divisible = ("st_b", "st_k", "sd_b", "sd_k", "V")
         const = dict(K=4, KP=8, HAS_DRAFT_LOGITS=True, RAGGED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
                      TILES=tiles, st_v=1, sd_v=1, LANE_I32=False, FAST_LOG=False, GW=min(256, block_v),
-                     TILES_P2=1 << max(0, tiles - 1).bit_length())  # fmt: skip
+                     TILES_P2=1 << max(0, tiles - 1).bit_length(), PREFETCH=0, STAGES=1,
+                     P_IN_MERGE=0)  # fmt: skip
         const = {k: v for k, v in const.items() if k in inspect.signature(fn.fn).parameters}
     const.update(flags)
     params = list(inspect.signature(fn.fn).parameters)
@@ -127,14 +137,19 @@ def main() -> int:
     ap.add_argument("--stages", type=int, default=3)
     ap.add_argument("--tiles", type=int, default=4, help="logits kernels: TILES (constexpr)")
     ap.add_argument("--flag", action="append", default=[], help="constexpr NAME=INT override")
+    ap.add_argument(
+        "--dtype", default="fp32", choices=("fp32", "bf16", "fp16"), help="logits kernels' logits"
+    )
     args = ap.parse_args()
     flags = {k: int(v) for k, v in (f.split("=") for f in args.flag)}
     args.block_v = args.block_v or {"chain": 1024, "race": 2048, "logits-stats": 2048}.get(args.kernel, 1024)
-    info, sass = compile_sass(args.kernel, args.block_v, args.warps, args.stages, args.tiles, flags)
+    info, sass = compile_sass(
+        args.kernel, args.block_v, args.warps, args.stages, args.tiles, flags, args.dtype
+    )
     regs = re.search(r"Used (\d+) registers", info)
     instrs = instructions(sass)
     print(f"{args.kernel}: block_v={args.block_v} warps={args.warps} stages={args.stages} tiles={args.tiles} "
-          f"flags={flags}")  # fmt: skip
+          f"flags={flags} dtype={args.dtype}")  # fmt: skip
     print(f"registers/thread {regs.group(1) if regs else '?'}; SASS instructions {len(instrs)}")
     per_thread = args.block_v / (32 * args.warps)
     for start, end in loops(instrs):

@@ -62,9 +62,44 @@ PERF_SWEEP = {
     "one-hot": [None, {"stats_tiles": 16}, {"pick_warps": 2}, {"pick_warps": 8}],
 }  # fmt: skip
 SWEEP_NAMES = "classic: default/1024x4/512x16/8w-4096x2; one-hot: default/512x16/pick-2w/pick-8w"
+# LOGITS_GPU_SWEEP=stages: the stats pass's loads ahead of its arithmetic instead (session 12): tile
+# t + 1 loaded into registers before tile t's arithmetic (stats_prefetch), or the loop software-
+# pipelined by Triton through shared memory (stats_stages 2 / 3, cp.async); the default timed first
+# and last, so the spread of one version is in the same table
+# LOGITS_GPU_SWEEP=p-in-merge: classic drafts' race programs without the race over p (the fallback's),
+# which the last-arriving program runs over row j only where the residual has no mass (session 12)
+NO_PREFETCH = {"stats_prefetch": False}
+P_IN_MERGE = {"race_p_in_merge": True}
+NAMED_SWEEPS = {  # name: (classic configs, one-hot configs, names)
+    "stages": ([None, NO_PREFETCH, {"stats_prefetch": True}, {**NO_PREFETCH, "stats_stages": 3}, None],) * 2
+    + ("default/no-prefetch/prefetch/stages-3/default",),
+    "p-in-merge": (
+        [None, P_IN_MERGE, None, P_IN_MERGE],
+        [None],
+        "classic: default/p-in-merge/default/p-in-merge",
+    ),
+    # LOGITS_GPU_SWEEP=tiles: tilings around the session-12 defaults (race programs with fewer
+    # registers fit 1024-token tiles; 16 stats tiles was within 1.5% in run 54)
+    "tiles": (
+        [
+            None,
+            {"stats_tiles": 16},
+            {"race_block": 1024, "race_tiles": 4},
+            {"race_block": 1024, "race_tiles": 8},
+            {"race_tiles": 4},
+            None,
+        ],
+        [None, {"stats_tiles": 16}, {"pick_warps": 8}, None],
+        "classic: default/stats-16/race-1024x4/race-1024x8/race-512x4/default; "
+        "one-hot: default/stats-16/pick-8w/default",
+    ),
+}
+NAMED = NAMED_SWEEPS.get(os.environ.get("LOGITS_GPU_SWEEP", ""))
 # one-hot configurations coupled with the reference besides the default
 ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
+# the stats pass's load-ahead variants, coupled with the reference in both draft kinds
+AHEAD_COUPLED = [{"stats_prefetch": True}, {"stats_stages": 3}]
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -87,9 +122,15 @@ def make_inputs(batch, num_k, vocab, dtype, classic, gen, temps=(1.0,)):
                 temperature=t.float(), seeds=seeds, offsets=offsets)  # fmt: skip
 
 
-def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None):
+def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None, fallback=False):
+    """fallback (classic): draft logits equal to the target's and an invalid first draft in half the
+    rows, which are rejected with an empty residual and must fall back to p."""
     case = make_inputs(batch, num_k, vocab, DTYPES[dtype_name], classic, gen, temps=(0.0, 0.5, 1.0, 2.0))
     case["num_draft_tokens"] = torch.randint(0, num_k + 1, (batch,), generator=gen, device=DEV)
+    if fallback:
+        case["draft_logits"] = case["target_logits"][:, :num_k].clone()
+        invalid = torch.rand(batch, generator=gen, device=DEV) < 0.5
+        case["draft_token_ids"][:, 0] = torch.where(invalid, vocab, case["draft_token_ids"][:, 0])
     res = L.rejection_sample_logits(**case, _config=config)
     ref = rejection_sample_logits_reference(**{k: (v.cpu() if isinstance(v, torch.Tensor) else v)
                                                for k, v in case.items()})  # fmt: skip
@@ -100,7 +141,7 @@ def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None):
     row = dict(B=batch, K=num_k, V=vocab, dtype=dtype_name, classic=classic, mismatches=m,
                ambiguous=int(ref.ambiguous.sum()), unexplained=int((differ & ~ref.ambiguous).sum()),
                tv_ucb=clopper_pearson(m, batch, 1e-6, "upper"), mean_accepted=float(acc.mean()),
-               config=config or {})  # fmt: skip
+               fallbacks=int(ref.fallback.sum()), config=config or {})  # fmt: skip
     RESULTS["coupling"].append(row)
     print("coupling", row, flush=True)
 
@@ -181,8 +222,8 @@ def stats_only(case, cfg):
             batch, vocab, nc1, num_parts, *lg.stride(), *sd, 1, 0, K=k_plus_1 - 1, HAS_DRAFT_LOGITS=has,
             RAGGED=False,
             BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
-            LANE_I32=L.stats_lane_i32(cfg, vocab, lg.stride(2), sd[2]),
-            num_warps=cfg["stats_warps"],
+            LANE_I32=L.stats_lane_i32(cfg, vocab, lg.stride(2), sd[2]), PREFETCH=cfg["stats_prefetch"],
+            STAGES=cfg["stats_stages"], num_warps=cfg["stats_warps"],
         )  # fmt: skip
 
     return do_bench(run, warmup=25, rep=200, return_mode="median")
@@ -196,8 +237,8 @@ def perf(batch, num_k, vocab, dtype_name, classic, bw, gen):
     floor_us = floor_bytes / bw * 1e6
     row = dict(B=batch, K=num_k, V=vocab, dtype=dtype_name, mode="classic" if classic else "one-hot",
                floor_us=floor_us, sweep=[])  # fmt: skip
-    for over in PERF_SWEEP[row["mode"]]:
-        cfg = L.launch_config(batch, num_k + 1, vocab, over)
+    for over in (NAMED[0] if classic else NAMED[1]) if NAMED else PERF_SWEEP[row["mode"]]:
+        cfg = L.launch_config(batch, num_k + 1, vocab, over, logit_bytes=elt)
         try:
             fn = lambda over=over: L.rejection_sample_logits(**case, _config=over)  # noqa: E731
             eager = do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3
@@ -246,6 +287,13 @@ def main() -> int:
         lambda: coupling(64, 8, 128256, "fp32", False, gen, ONE_HOT_COUPLED[0]),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, ONE_HOT_COUPLED[1]),
         lambda: coupling(64, 4, 151936, "fp32", False, gen, ONE_HOT_COUPLED[2]),
+        lambda: coupling(128, 4, 151936, "bf16", True, gen, AHEAD_COUPLED[0]),
+        lambda: coupling(64, 4, 151936, "bf16", False, gen, AHEAD_COUPLED[0]),
+        lambda: coupling(32, 8, 128256, "fp32", True, gen, AHEAD_COUPLED[1]),
+        lambda: coupling(64, 4, 151936, "fp32", False, gen, AHEAD_COUPLED[1]),
+        lambda: coupling(128, 4, 151936, "bf16", True, gen, P_IN_MERGE),
+        lambda: coupling(64, 4, 151936, "fp32", True, gen, P_IN_MERGE, fallback=True),
+        lambda: coupling(64, 4, 151936, "fp32", True, gen, None, fallback=True),
         lambda: graph_check(gen),
         lambda: graph_check(gen, classic=False),
     ]
@@ -273,24 +321,27 @@ def main() -> int:
     save()
 
     print("\ncoupling (device vs float64 reference, same Philox stream)")
-    print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>14} {'mismatch':>8} {'ambig':>6} {'unexpl':>6} {'TV ucb':>8}")
+    print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>14} {'mismatch':>8} {'ambig':>6} {'unexpl':>6} {'TV ucb':>8} "
+          f"{'fallback':>8}")  # fmt: skip
     for c in RESULTS["coupling"]:
         mode = "classic" if c["classic"] else "one-hot"
         shape = f"{c['B']},{c['K']},{c['V']}"
         mode += "".join(f" {k}" for k in c["config"])
         print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
-              f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e}")  # fmt: skip
+              f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e} {c.get('fallbacks', 0):>8}")  # fmt: skip
     print(f"graph: {RESULTS['graph']}; one-hot: {RESULTS.get('graph_one_hot')}")
     print(f"\nperformance (us, median); copy bandwidth {RESULTS['copy_bw'] or 0:.3e} B/s")
     print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'floor':>7} {'eager':>7} {'graph':>7} {'stats':>7} "
-          f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config {SWEEP_NAMES}")  # fmt: skip
+          f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config "
+          f"{NAMED[2] if NAMED else SWEEP_NAMES}")  # fmt: skip
     for r in RESULTS["perf"]:
         if "graph_us" not in r:
             print(f"{r['B']},{r['K']},{r['V']} {r['dtype']} {r['mode']}: all configs failed: {r['sweep'][0]}")
             continue
         shape = f"{r['B']},{r['K']},{r['V']}"
         torch_us, pct, pct_e = r.get("torch_us", float("nan")), 100 * r["frac_graph"], 100 * r["frac_eager"]
-        per = "/".join(f"{x['graph_us']:.0f}" if "graph_us" in x else "err" for x in r["sweep"])
+        per = "/".join(f"{x['graph_us']:.1f}" if "graph_us" in x else "err" for x in r["sweep"])
+        per += "  stats " + "/".join(f"{x['stats_us']:.1f}" if "stats_us" in x else "err" for x in r["sweep"])
         print(f"{shape:>16} {r['dtype']:>5} {r['mode']:>8} {r['floor_us']:7.1f} {r['eager_us']:7.1f} "
               f"{r['graph_us']:7.1f} {r['stats_us']:7.1f} {pct:8.0f}% {pct_e:8.0f}% "
               f"{torch_us:7.1f}  {per}")  # fmt: skip

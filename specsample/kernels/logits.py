@@ -39,7 +39,11 @@ Three launches, no host synchronisation, no data-dependent shapes:
    the residual and of p (the fallback), each against the group's largest log p so that nothing
    overflows or vanishes at tiny T; then one Philox call per group. It stores its best group of
    each; the last program to arrive for a request block (an atomic counter) picks the winning
-   group, re-reads its 256 tokens and writes the emitted token.
+   group, re-reads its 256 tokens and writes the emitted token. With 16-bit logits
+   (`race_p_in_merge`) the race programs leave out the race over p: the last program runs it,
+   tile by tile over the whole of row j, only for requests whose residual has no mass (the
+   fallback; rare, since a rejection means p(x) < q(x) and so p > q somewhere): 20% fewer
+   instructions per token in the race pass (H200 run 69: 1.04x on the bf16 calls).
    One-hot drafts: `_logits_pick_kernel`, grid (request blocks). Their residual is p off the
    rejected draft x_j (p itself on a bonus row), so every group's mass but x_j's is p's: the stats
    pass also stores, per part of min(256, stats_block) tokens, a reference m_k (its chunk's running
@@ -234,14 +238,19 @@ def _best_slot(score, groups):
 
 
 @triton.jit
-def _part_stats_tile(t_row, need, cols, V, st_v, scale, t_max, t_sum, t_arg, any_greedy, part, part_ok,
-                     out_row, gmax_ptr, gsum_ptr, MASKED: tl.constexpr):  # fmt: skip
-    """One [R, NG, GW] tile of _part_stats_tiles: the running (max, sum, argmax) updated, the tile's
-    part statistics stored. MASKED = False: every row needed and every column < V (plain loads)."""
+def _stats_load(row, need, cols, V, s_v, MASKED: tl.constexpr):
+    """The logits of tokens `cols` of rows `row` (pointers, expanded to cols' rank) as stored: -inf
+    off `need` and past V with MASKED, else plain loads (every row needed, every column < V)."""
     if MASKED:
-        l = load_once(t_row[:, None, None] + cols * st_v, need[:, None, None] & (cols < V), float("-inf"))
-    else:
-        l = load_once(t_row[:, None, None] + cols * st_v, None, None)
+        return load_once(row + cols * s_v, need & (cols < V), float("-inf"))
+    return load_once(row + cols * s_v, None, None)
+
+
+@triton.jit
+def _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part, part_ok, out_row, gmax_ptr,
+                     gsum_ptr):  # fmt: skip
+    """One [R, NG, GW] tile l (as loaded) of _part_stats_tiles: the running (max, sum, argmax)
+    updated, the tile's part statistics stored."""
     l = _clean_logits(l)
     # parts first (within a thread), then one warp butterfly instead of one per part: offline SASS
     # 258 -> 245 instructions per unmasked tile; H200 run 53 (same run, graph) 1.03-1.04x in bf16,
@@ -264,7 +273,7 @@ def _part_stats_tile(t_row, need, cols, V, st_v, scale, t_max, t_sum, t_arg, any
 @triton.jit
 def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V, NP, st_v, gmax_ptr,
                       gsum_ptr, chunk_start, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr,
-                      TILES: tl.constexpr):  # fmt: skip
+                      TILES: tl.constexpr, PREFETCH: tl.constexpr, STAGES: tl.constexpr):  # fmt: skip
     """_stats_block's target statistics for one-hot drafts, tile by tile as [R, NG, GW] parts: the
     chunk's (max, sum-exp, first argmax) [R], and for each part k (columns [k GW, (k+1) GW)) a
     reference m_k >= its max (the chunk's running max after its tile) and s_k = sum exp((l - m_k) / T)
@@ -282,19 +291,58 @@ def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V
     out_row = rows[:, None] * NP
     plain = (tl.min(need.to(tl.int32), axis=0) > 0) & (chunk_start + TILES * BLOCK_V <= V)
     if plain:
-        for tile in range(TILES):
+        t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok[:, None], first_col, in_tile, part_base, V,
+                                               NP, st_v, scale, t_max, t_sum, t_arg, any_greedy, out_row,
+                                               gmax_ptr, gsum_ptr, False, BLOCK_V, NG, TILES, PREFETCH,
+                                               STAGES)  # fmt: skip
+    else:
+        t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok[:, None], first_col, in_tile, part_base, V,
+                                               NP, st_v, scale, t_max, t_sum, t_arg, any_greedy, out_row,
+                                               gmax_ptr, gsum_ptr, True, BLOCK_V, NG, TILES, PREFETCH,
+                                               STAGES)  # fmt: skip
+    return t_max, t_sum, t_arg
+
+
+@triton.jit
+def _part_ok(row_ok, part, NP, MASKED: tl.constexpr):
+    """Which part statistics [R, NG] to store: the rows' (row_ok [R, 1]), and with MASKED parts < NP."""
+    if MASKED:
+        ok = row_ok & (part < NP)
+    else:
+        ok = row_ok
+    return ok
+
+
+@triton.jit
+def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v, scale, t_max, t_sum,
+                     t_arg, any_greedy, out_row, gmax_ptr, gsum_ptr, MASKED: tl.constexpr,
+                     BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
+                     STAGES: tl.constexpr):  # fmt: skip
+    """_part_stats_tiles' loop over the chunk's TILES tiles; PREFETCH issues tile t + 1's load before
+    tile t's arithmetic (two tiles in flight per warp)."""
+    if PREFETCH:
+        cols = (first_col + in_tile)[None, :, :]  # [1, NG, GW]
+        l = _stats_load(t_row[:, None, None], need[:, None, None], cols, V, st_v, MASKED)
+        for tile in range(1, TILES):
+            l_next = _stats_load(t_row[:, None, None], need[:, None, None], cols + BLOCK_V, V, st_v, MASKED)
+            part = part_base + (tile - 1) * NG
+            t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part,
+                                                   _part_ok(row_ok, part, NP, MASKED), out_row, gmax_ptr,
+                                                   gsum_ptr)  # fmt: skip
+            l = l_next
+            cols += BLOCK_V
+        last = part_base + (TILES - 1) * NG
+        t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, last,
+                                               _part_ok(row_ok, last, NP, MASKED), out_row, gmax_ptr,
+                                               gsum_ptr)  # fmt: skip
+    else:
+        for tile in tl.range(0, TILES, num_stages=STAGES):
             cols = (first_col + tile * BLOCK_V + in_tile)[None, :, :]  # [1, NG, GW]
             part = part_base + tile * NG
-            t_max, t_sum, t_arg = _part_stats_tile(t_row, need, cols, V, st_v, scale, t_max, t_sum, t_arg,
-                                                   any_greedy, part, row_ok[:, None], out_row, gmax_ptr,
-                                                   gsum_ptr, False)  # fmt: skip
-    else:
-        for tile in range(TILES):
-            cols = (first_col + tile * BLOCK_V + in_tile)[None, :, :]
-            part = part_base + tile * NG
-            t_max, t_sum, t_arg = _part_stats_tile(t_row, need, cols, V, st_v, scale, t_max, t_sum, t_arg,
-                                                   any_greedy, part, row_ok[:, None] & (part < NP), out_row,
-                                                   gmax_ptr, gsum_ptr, True)  # fmt: skip
+            l = _stats_load(t_row[:, None, None], need[:, None, None], cols, V, st_v, MASKED)
+            t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part,
+                                                   _part_ok(row_ok, part, NP, MASKED), out_row, gmax_ptr,
+                                                   gsum_ptr)  # fmt: skip
     return t_max, t_sum, t_arg
 
 
@@ -323,6 +371,8 @@ def _stats_block(
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
     LANE_I32: tl.constexpr = False,
+    PREFETCH: tl.constexpr = False,
+    STAGES: tl.constexpr = 1,
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -355,17 +405,18 @@ def _stats_block(
     if not HAS_DRAFT_LOGITS:
         t_max, t_sum, t_arg = _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V,
                                                 NP, st_v, gmax_ptr, gsum_ptr, chunk_start, BLOCK_ROWS,
-                                                BLOCK_V, TILES)  # fmt: skip
+                                                BLOCK_V, TILES, PREFETCH, STAGES)  # fmt: skip
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
     elif draft_rows:  # classic drafts: the draft rows (b, i < n) of sampled requests, in their own programs
         d_row = d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)
         d_max, d_sum, _ = _chunk_stats(d_row, sampled & (i < n), first_col, lane, chunk_start, V, sd_v, scale,
-                                       False, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
+                                       False, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH, STAGES)  # fmt: skip
         tl.store(dmax_ptr + out, d_max, mask=row_ok)
         tl.store(dsum_ptr + out, d_sum, mask=row_ok)
     else:  # classic drafts: the target rows
         t_max, t_sum, t_arg = _chunk_stats(t_row, need, first_col, lane, chunk_start, V, st_v, scale,
-                                           any_greedy, BLOCK_ROWS, BLOCK_V, TILES)  # fmt: skip
+                                           any_greedy, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH,
+                                           STAGES)  # fmt: skip
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
 
 
@@ -377,13 +428,8 @@ def _store_chunk_stats(max_ptr, sum_ptr, arg_ptr, out, row_ok, m, s, arg):
 
 
 @triton.jit
-def _chunk_stats_tile(row, need, cols, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr):
-    """One [R, BLOCK_V] tile of _chunk_stats: the running (max, sum, first argmax) updated.
-    MASKED = False: every row needed and every column < V (plain loads)."""
-    if MASKED:
-        l = load_once(row[:, None] + cols * s_v, need[:, None] & (cols < V), float("-inf"))
-    else:
-        l = load_once(row[:, None] + cols * s_v, None, None)
+def _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy):
+    """One [R, BLOCK_V] tile l (as loaded) of _chunk_stats: the running (max, sum, first argmax) updated."""
     l = _clean_logits(l)
     tile_max = tl.max(l, axis=1)
     if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
@@ -397,7 +443,8 @@ def _chunk_stats_tile(row, need, cols, V, s_v, scale, m, s, arg, any_greedy, MAS
 
 @triton.jit
 def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_greedy, BLOCK_ROWS: tl.constexpr,
-                 BLOCK_V: tl.constexpr, TILES: tl.constexpr):  # fmt: skip
+                 BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
+                 STAGES: tl.constexpr):  # fmt: skip
     """[R] (max, sum exp((l - max) / T), first argmax) of clean logits l over one chunk of rows `row`
     [R] (pointers), tile by tile; rows not needed give (-inf, 0, 0) without a load. A chunk inside
     the row whose rows are all needed loads without masks; a block with no needed row (a bonus
@@ -407,13 +454,34 @@ def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_gre
     arg = tl.zeros((BLOCK_ROWS,), tl.int64)
     needed = need.to(tl.int32)
     if (tl.min(needed, axis=0) > 0) & (chunk_start + TILES * BLOCK_V <= V):
-        for tile in range(TILES):
-            m, s, arg = _chunk_stats_tile(row, need, first_col + tile * BLOCK_V + lane, V, s_v, scale, m, s,
-                                          arg, any_greedy, False)  # fmt: skip
+        m, s, arg = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, False,
+                                      BLOCK_V, TILES, PREFETCH, STAGES)  # fmt: skip
     elif tl.max(needed, axis=0) > 0:
-        for tile in range(TILES):
-            m, s, arg = _chunk_stats_tile(row, need, first_col + tile * BLOCK_V + lane, V, s_v, scale, m, s,
-                                          arg, any_greedy, True)  # fmt: skip
+        m, s, arg = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, True,
+                                      BLOCK_V, TILES, PREFETCH, STAGES)  # fmt: skip
+    return m, s, arg
+
+
+@triton.jit
+def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr,
+                      BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
+                 STAGES: tl.constexpr):  # fmt: skip
+    """_chunk_stats' loop over the chunk's TILES tiles from column first_col (lane: [1, BLOCK_V]);
+    PREFETCH issues tile t + 1's load before tile t's arithmetic (two tiles in flight per warp)."""
+    if PREFETCH:
+        cols = first_col + lane
+        l = _stats_load(row[:, None], need[:, None], cols, V, s_v, MASKED)
+        for _ in range(1, TILES):
+            l_next = _stats_load(row[:, None], need[:, None], cols + BLOCK_V, V, s_v, MASKED)
+            m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy)
+            l = l_next
+            cols += BLOCK_V
+        m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy)
+    else:
+        for tile in tl.range(0, TILES, num_stages=STAGES):
+            at = first_col + tile * BLOCK_V + lane
+            m, s, arg = _chunk_stats_tile(_stats_load(row[:, None], need[:, None], at, V, s_v, MASKED), at, V,
+                                          scale, m, s, arg, any_greedy)  # fmt: skip
     return m, s, arg
 
 
@@ -733,6 +801,33 @@ def _pick_in_groups(req, req_ok, t_ptr, seed, offset, j, x_j, sampled, rejected,
 
 
 @triton.jit
+def _race_over_p(t_row, lost, x_j, shift_p, norm_p, scale2, seed, offset, j, V, st_v,
+                 BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, GW: tl.constexpr,
+                 FAST_LOG: tl.constexpr):  # fmt: skip
+    """(best score, its group) [R] of the race over p on the whole of row j, for the rows `lost`
+    (-inf and -1 elsewhere): the fallback's race of _race_block, tile by tile in group order with
+    the same tiles, masses and noise, so it picks the group the race programs would have."""
+    NG: tl.constexpr = BLOCK_V // GW
+    in_group = (tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]).to(tl.int64)  # [NG, GW]
+    best = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+    group = tl.full((BLOCK_ROWS,), -1, tl.int64)
+    for first in range(0, V, BLOCK_V):
+        cols = (first + in_group)[None, :, :]  # [1, NG, GW]
+        live = lost[:, None, None] & (cols < V)
+        lp, lq, res = _group_tile(t_row[:, None, None], t_row[:, None, None], cols, live,
+                                  lost[:, None, None] & False, x_j[:, None, None], shift_p[:, None, None],
+                                  norm_p[:, None, None], shift_p[:, None, None], norm_p[:, None, None],
+                                  scale2[:, None, None], st_v, st_v, False)  # fmt: skip
+        tile_p = _group_log_mass(lp, lq, res, False, False, FAST_LOG, 2)  # [R, NG]
+        zs = first // _GROUP + tl.arange(0, NG).to(tl.int64)[None, :] + seed[:, None] * 0  # [R, NG]
+        e_word = philox_words(seed[:, None] + zs * 0, offset[:, None] + zs * 0, zs, STREAM_LOGITS_GROUP,
+                              j[:, None] + zs * 0)[0]  # fmt: skip
+        s_p, i_p = _best_slot(tile_p - _log_exponential_from_word(e_word, FAST_LOG), zs)
+        best, group = _keep_best(best, group, s_p, i_p)  # tiles in group order
+    return best, group
+
+
+@triton.jit
 def _race_block(
     req_block,  # this program's requests are req_block * BLOCK_ROWS + [0, BLOCK_ROWS)
     chunk,  # and its vocabulary chunk of the emit row
@@ -757,6 +852,7 @@ def _race_block(
     GW: tl.constexpr,
     TILES_P2: tl.constexpr,
     FAST_LOG: tl.constexpr = False,
+    P_IN_MERGE: tl.constexpr = False,
 ):  # fmt: skip
     # Classic drafts (one-hot drafts take _pick_in_groups): r_v = p_v - q_v where p_v > q_v,
     # p_v on the bonus row j = n; no residual mass: r = p (fallback).  Groups g of 256 tokens:
@@ -797,8 +893,9 @@ def _race_block(
             lp, lq, res = _group_logs(l, dl, cols, x_j[:, None, None], shift_p[:, None, None],
                                       norm_p[:, None, None], shift_q[:, None, None], norm_q[:, None, None],
                                       scale2[:, None, None], True)  # fmt: skip
-            tile_p = _group_log_mass(lp, lq, res, False, False, FAST_LOG, 2)  # [R, NG]
-            mass_p = tl.where(slot_t == tile, tile_p[:, None, :], mass_p)
+            if not P_IN_MERGE:
+                tile_p = _group_log_mass(lp, lq, res, False, False, FAST_LOG, 2)  # [R, NG]
+                mass_p = tl.where(slot_t == tile, tile_p[:, None, :], mass_p)
             # r = max(0, p - q) (r = p where the draft row is not used: q = 0)
             tile_r = _group_log_mass(lp, lq, res, True, True, FAST_LOG, 2)
             mass_r = tl.where(slot_t == tile, tile_r[:, None, :], mass_r)
@@ -811,12 +908,13 @@ def _race_block(
                           j[:, None] + zs * 0)[0]  # fmt: skip
     log_e = _log_exponential_from_word(e_word, FAST_LOG)
     best_r, group_r = _best_slot(mass_r - log_e, zs)
-    best_p, group_p = _best_slot(mass_p - log_e, zs)
     part = (req * NC2 + chunk) * 2
     tl.store(best_ptr + part, best_r, mask=req_ok)
-    tl.store(best_ptr + part + 1, best_p, mask=req_ok)
     tl.store(best_idx_ptr + part, group_r.to(tl.int32), mask=req_ok)
-    tl.store(best_idx_ptr + part + 1, group_p.to(tl.int32), mask=req_ok)
+    if not P_IN_MERGE:
+        best_p, group_p = _best_slot(mass_p - log_e, zs)
+        tl.store(best_ptr + part + 1, best_p, mask=req_ok)
+        tl.store(best_idx_ptr + part + 1, group_p.to(tl.int32), mask=req_ok)
 
     # -- the last program to arrive for this request block writes the outputs ----------------
     arrived = tl.atomic_add(arrivals_ptr + req_block, 1, sem="acq_rel")
@@ -828,11 +926,18 @@ def _race_block(
         for c in range(NC2):
             part_c = (req * NC2 + c) * 2
             s_r = tl.load(best_ptr + part_c, mask=req_ok, other=float("-inf"), cache_modifier=".cg")
-            s_p = tl.load(best_ptr + part_c + 1, mask=req_ok, other=float("-inf"), cache_modifier=".cg")
             i_r = tl.load(best_idx_ptr + part_c, mask=req_ok, other=-1, cache_modifier=".cg").to(tl.int64)
-            i_p = tl.load(best_idx_ptr + part_c + 1, mask=req_ok, other=-1, cache_modifier=".cg").to(tl.int64)
             best_r, group_r = _keep_best(best_r, group_r, s_r, i_r)  # chunks in group order
-            best_p, group_p = _keep_best(best_p, group_p, s_p, i_p)
+            if not P_IN_MERGE:
+                s_p = tl.load(best_ptr + part_c + 1, mask=req_ok, other=float("-inf"), cache_modifier=".cg")
+                i_p = tl.load(best_idx_ptr + part_c + 1, mask=req_ok, other=-1,
+                              cache_modifier=".cg").to(tl.int64)  # fmt: skip
+                best_p, group_p = _keep_best(best_p, group_p, s_p, i_p)
+        if P_IN_MERGE:  # the race over p only where the residual has no mass (the fallback): rare
+            lost = sampled & (best_r == _NEG_INF)
+            if tl.max(lost.to(tl.int32), axis=0) > 0:
+                best_p, group_p = _race_over_p(t_row, lost, x_j, shift_p, norm_p, scale2, seed, offset, j, V,
+                                               st_v, BLOCK_ROWS, BLOCK_V, GW, FAST_LOG)  # fmt: skip
         _emit_token(req, req_ok, sampled, rejected, use_q, j, x_j, seed, offset, best_r, group_r, best_p,
                     group_p, t_row, d_row, shift_p, norm_p, shift_q, norm_q, scale2, tokens_ptr, fallback_ptr,
                     valid_ptr, V, st_v, sd_v, K, True, GW)  # fmt: skip
@@ -852,13 +957,16 @@ def _logits_stats_kernel(
     BLOCK_V: tl.constexpr,
     TILES: tl.constexpr,
     LANE_I32: tl.constexpr,
+    PREFETCH: tl.constexpr = False,
+    STAGES: tl.constexpr = 1,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows.
     _stats_block(tl.program_id(0), tl.program_id(1), tl.program_id(2) > 0, t_ptr, d_ptr, temp_ptr, n_ptr,
                  tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, B, V, NC, NP,
                  st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
-                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32)  # fmt: skip
+                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH,
+                 STAGES)  # fmt: skip
 
 
 @triton.jit
@@ -896,12 +1004,13 @@ def _logits_race_kernel(
     GW: tl.constexpr,
     TILES_P2: tl.constexpr,
     FAST_LOG: tl.constexpr,
+    P_IN_MERGE: tl.constexpr = False,
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each.
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr,
                 row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr,
                 B, V, NC2, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
-                K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG)  # fmt: skip
+                K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG, P_IN_MERGE)  # fmt: skip
 
 
 @triton.jit
@@ -958,24 +1067,26 @@ def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
     return 1
 
 
-def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None) -> dict:
+def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None, *,
+                  logit_bytes: int = 4) -> dict:  # fmt: skip
     """Tile and chunk sizes of the passes. GPU: one row per program; phase 1 reads chunks of
     `stats_block * stats_tiles` columns (4096 by default) so B*(K+1)*chunks fills the SMs; the race
     (classic drafts) reads chunks of `race_block * race_tiles` columns; the pick (one-hot drafts) runs
     `pick_warps` warps per request. Interpreter: one chunk per row and hundreds of rows per
-    [BLOCK_ROWS, BLOCK_V] tile. `overrides` (tests, the GPU sweep) replaces any key."""
+    [BLOCK_ROWS, BLOCK_V] tile. `logit_bytes`: the target logits' element size. `overrides` (tests,
+    the GPU sweep) replaces any key."""
     if not overrides:
-        return dict(_default_config(batch, k_plus_1, vocab, interpreting()))
-    return _config(batch, k_plus_1, vocab, overrides)
+        return dict(_default_config(batch, k_plus_1, vocab, logit_bytes, interpreting()))
+    return _config(batch, k_plus_1, vocab, logit_bytes, overrides)
 
 
 @functools.lru_cache(maxsize=512)
-def _default_config(batch: int, k_plus_1: int, vocab: int, interp: bool) -> tuple:
+def _default_config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, interp: bool) -> tuple:
     """launch_config without overrides as (key, value) pairs (cached: on every eager call's path)."""
-    return tuple(_config(batch, k_plus_1, vocab, None).items())
+    return tuple(_config(batch, k_plus_1, vocab, logit_bytes, None).items())
 
 
-def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None) -> dict:
+def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: dict | None) -> dict:
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         block = max(4, min(vocab_pow2, 4096))
@@ -987,7 +1098,15 @@ def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None) -> di
             "race_rows": max(1, min(rows_cap, next_pow2(batch))),
             "stats_warps": 4, "race_warps": 4, "accept_warps": 4, "pick_warps": 4,
         }  # fmt: skip
-        cfg.update({"fast_log": False, "lane_i32": False})
+        cfg.update(
+            {
+                "fast_log": False,
+                "lane_i32": False,
+                "stats_prefetch": False,
+                "stats_stages": 1,
+                "race_p_in_merge": logit_bytes <= 2,
+            }
+        )  # as on the GPU, so bf16 / fp16 tests take it
     else:
         # stats pass: one-warp programs over 512-column tiles, 8 per chunk, so every reduction stays
         # within a warp; 32-bit column offsets (lane_i32, where they fit; H200 run 21: 1.04-1.24x).
@@ -1012,8 +1131,26 @@ def _config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None) -> di
             "accept_warps": 1, "pick_warps": 4,
         }  # fmt: skip
         # fast_log (the hardware log2 in the race pass; H200 run 14 measured the per-token race
-        # 1.12-1.21x faster with it, coupling unchanged)
-        cfg.update({"fast_log": True, "lane_i32": True})
+        # 1.12-1.21x faster with it, coupling unchanged).
+        # stats_prefetch (16-bit logits): tile t + 1's load issued before tile t's arithmetic, so a
+        # warp has two 1 KB tiles in flight instead of one. H200 run 68 (same run, graph µs, default
+        # timed first and last): bf16 1.03-1.04x at (64, 4, 151936) and 1.04-1.05x at (128, 8, 128256),
+        # both draft kinds; fp32 0.99-1.01x (2 KB tiles), where Triton's shared-memory pipelining
+        # (stats_stages 3) was 1.02x at classic (128, 8, 128256) and 0.96-1.00x elsewhere: neither kept.
+        # race_p_in_merge (16-bit logits, classic drafts): the race programs leave out the race over p
+        # (the fallback's), which the merge runs over row j only where the residual has no mass:
+        # offline SASS 38.1 -> 30.3 instructions per element in bf16 (36.2 -> 28.8 in fp32, 93 -> 70
+        # registers). H200 run 69 (same run, graph µs, each timed twice): bf16 1.04x at
+        # (64, 4, 151936) and (128, 8, 128256); fp32 0.98x at (64, 4, 151936), 1.01x at (128, 8, 128256).
+        cfg.update(
+            {
+                "fast_log": True,
+                "lane_i32": True,
+                "stats_prefetch": logit_bytes <= 2,
+                "stats_stages": 1,
+                "race_p_in_merge": logit_bytes <= 2,
+            }
+        )
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -1069,7 +1206,7 @@ def rejection_sample_logits(
     if num_draft_tokens is not None:
         _check_tensor("num_draft_tokens", num_draft_tokens, (batch,), _ID_DTYPES, device)
     return _launch(lg, draft_token_ids, draft_logits, temperature, seeds, offsets, num_draft_tokens,
-                   launch_config(batch, k_plus_1, vocab, _config))  # fmt: skip
+                   launch_config(batch, k_plus_1, vocab, _config, logit_bytes=lg.element_size()))  # fmt: skip
 
 
 def stats_lane_i32(cfg: dict, vocab: int, target_stride_v: int, draft_stride_v: int) -> bool:
@@ -1129,6 +1266,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     key = (device, stream, generation(), *key[3:])  # the allocations above may have bumped it
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
+                      PREFETCH=cfg["stats_prefetch"], STAGES=cfg["stats_stages"],
                       num_warps=cfg["stats_warps"])  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large
@@ -1138,7 +1276,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     race_meta = dict(K=num_k, BLOCK_ROWS=cfg["race_rows"],
                      BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
                      GW=min(GROUP_TOKENS, cfg["race_block"]), TILES_P2=next_pow2(cfg["race_tiles"]),
-                     FAST_LOG=cfg["fast_log"], num_warps=cfg["race_warps"])  # fmt: skip
+                     FAST_LOG=cfg["fast_log"], P_IN_MERGE=cfg["race_p_in_merge"],
+                     num_warps=cfg["race_warps"])  # fmt: skip
     race_grid = (race_blocks, nc2)
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups
         # a row shorter than one group has fewer parts than a group holds (and just one group)

@@ -64,12 +64,21 @@ _SMALL_STATS = {"stats_block": 16, "stats_tiles": 2}
 CHUNKINGS = {
     "classic-race-1-group": (True, {**_SMALL_STATS, "race_block": 256, "race_tiles": 1}),
     "classic-race-2-groups": (True, {**_SMALL_STATS, "race_block": 256, "race_tiles": 2}),
+    # the race over p (the fallback's) left to the merge, over race chunks of one group
+    "classic-p-in-merge": (
+        True,
+        {**_SMALL_STATS, "race_block": 256, "race_tiles": 1, "race_p_in_merge": True},
+    ),
     # one-hot drafts: the pick combines 16 parts of 16 tokens per group (each part's sum against its
     # own chunk's running max), or reads one part per group with one group per stats chunk
     "one-hot-16-parts": (False, dict(_SMALL_STATS)),
     "one-hot-1-part": (False, {"stats_block": 256, "stats_tiles": 1}),
     # 175 phase-1 chunks of 4 columns: the accept kernel combines them in 3 loads of <= 64 chunks
     "classic-175-chunks": (True, {"stats_block": 4, "stats_tiles": 1}),
+    # the stats pass with tile t + 1 loaded before tile t's arithmetic, three tiles per chunk (the
+    # first load, a loop step, the last tile after the loop)
+    "classic-prefetch": (True, {"stats_block": 16, "stats_tiles": 3, "stats_prefetch": True}),
+    "one-hot-prefetch": (False, {"stats_block": 16, "stats_tiles": 3, "stats_prefetch": True}),
 }
 
 
@@ -97,6 +106,12 @@ UNMASKED = {  # requests, stats config: 256-column chunks at V = 700, so chunks 
     # have programs of their own, take the unmasked path too, and a bonus row's draft is skipped;
     # two tiles per chunk, so both paths rescale the running sum
     "classic": (120, {"stats_block": 128, "stats_tiles": 2, "stats_rows": 1}),
+    # the same with tile t + 1 loaded before tile t's arithmetic (128-column parts for one-hot drafts)
+    "one-hot-prefetch": (600, {"stats_block": 128, "stats_tiles": 2, "stats_prefetch": True}),
+    "classic-prefetch": (
+        120,
+        {"stats_block": 128, "stats_tiles": 2, "stats_rows": 1, "stats_prefetch": True},
+    ),
 }
 
 
@@ -129,6 +144,11 @@ def test_gpu_default_config_is_valid(monkeypatch, vocab):
     # both draft kinds: one-warp stats programs over 512-column tiles, 8 per chunk (H200 runs 48, 54)
     big = kl.launch_config(64, 5, 151936)
     assert (big["stats_block"], big["stats_tiles"], big["stats_warps"]) == (512, 8, 1)
+    # 16-bit logits (H200 runs 68-69): the stats pass loads a tile ahead, the race over p runs in the
+    # merge; 32-bit logits keep both off (measured within the noise or slower there)
+    half = kl.launch_config(64, 5, 151936, logit_bytes=2)
+    assert half["stats_prefetch"] and half["race_p_in_merge"]
+    assert not big["stats_prefetch"] and not big["race_p_in_merge"]
 
 
 def test_race_block_must_hold_whole_groups():

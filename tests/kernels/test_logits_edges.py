@@ -170,12 +170,24 @@ def test_plus_inf_logit_carries_no_mass():
     assert res.valid.all()
 
 
-def test_empty_residual_falls_back_to_p():
+FALLBACK_RACES = {  # vocabulary, config: where the fallback's race over p runs
+    "race-programs": (13, {"race_p_in_merge": False}),  # beside the residual's, in every race program
+    "merge": (13, {"race_p_in_merge": True}),  # in the last-arriving program, only for rows without r
+    # the merge's loop over row j: three 256-token tiles (the last partial), from three race chunks
+    "merge-3-tiles": (700, {"race_p_in_merge": True, "race_block": 256, "race_tiles": 1}),
+    "race-programs-3-chunks": (700, {"race_p_in_merge": False, "race_block": 256, "race_tiles": 1}),
+}
+
+
+@pytest.mark.parametrize("where", sorted(FALLBACK_RACES))
+def test_empty_residual_falls_back_to_p(where):
     """Classic drafts equal to the target logits and an out-of-range draft id: draft 0 is rejected,
     max(0, p - q) = 0 everywhere, so the token is raced over p (fallback True, valid True), exactly as
-    the float64 reference (same Philox stream) says; over 3000 requests every token is a p-token."""
+    the float64 reference (same Philox stream) says; over 3000 requests every token is a p-token.
+    The race over p runs in every race program or, where the residual has no mass, in the merge."""
+    vocab, config = FALLBACK_RACES[where]
     rng = np.random.default_rng(current_test_seed())
-    batch, vocab = 3000, 13
+    batch = 3000
     lg = rng.normal(0, 2, (batch, 2, vocab))
     lg[:, :, 5] = -np.inf
     case = {
@@ -186,7 +198,7 @@ def test_empty_residual_falls_back_to_p():
         "seeds": torch.tensor(rng.integers(0, 2**62, batch)),
         "offsets": torch.tensor(rng.integers(0, 2**62, batch)),
     }
-    kernel, ref = run_both(case)
+    kernel, ref = run_both(case, config=config)
     assert kernel[2].all() and kernel[3].all() and ref.fallback.all()
     assert np.array_equal(kernel[0], ref.tokens)
     assert not (kernel[0][:, 0] == 5).any()
