@@ -44,7 +44,9 @@ class LogitsSampler:
     device: str = "cpu"
     is_kernel: bool = False
 
-    def __call__(self, lg, ids, dl, temperature, seeds, offsets, n=None):
+    def __call__(self, lg, ids, dl, temperature, seeds, offsets, n=None, dtype="float32"):
+        """The sampler on numpy inputs; a torch sampler gets the logits as `dtype` tensors (the case's
+        values are exact in it), a numpy one their float64 values."""
         if self.inputs == "numpy":
             res = self.fn(
                 lg, ids, dl, temperature=temperature, seeds=seeds, offsets=offsets, num_draft_tokens=n
@@ -53,11 +55,12 @@ class LogitsSampler:
         import torch
 
         d = self.device
+        logit_dtype = getattr(torch, dtype)
         kw = {} if n is None else {"num_draft_tokens": to_torch(n, d, torch.int64)}
         res = self.fn(
-            to_torch(lg, d, torch.float32),
+            to_torch(lg, d, logit_dtype),
             to_torch(ids, d, torch.int64),
-            None if dl is None else to_torch(dl, d, torch.float32),
+            None if dl is None else to_torch(dl, d, logit_dtype),
             temperature=to_torch(temperature, d, torch.float32),
             seeds=to_torch(seeds, d, torch.int64),
             offsets=to_torch(offsets, d, torch.int64),
@@ -95,7 +98,8 @@ def specsample_logits_sampler(device="auto", module="specsample.kernels.logits")
 
 
 def logits_cases():
-    """(name, target logits [K+1, V], draft logits [K, V] or None, drafts [K]) in float32 values."""
+    """(name, target logits [K+1, V], draft logits [K, V] or None, drafts [K], dtype): float64 arrays of
+    values exact in `dtype`, the logits' dtype a torch sampler is called with."""
     out = []
     for vocab, k, classic in ((10, 2, True), (33, 3, False), (17, 2, True)):
         name = f"logits_V{vocab}_K{k}_{'classic' if classic else 'onehot'}"
@@ -104,19 +108,23 @@ def logits_cases():
         dl = round_to_dtype(lg[:k] + rng.normal(0, 1, (k, vocab)), "float32") if classic else None
         drafts = rng.integers(0, vocab, k)
         drafts[0] = int(np.argmax(lg[0]))  # a greedy row accepts draft 0
-        out.append((name, lg, dl, drafts))
+        out.append((name, lg, dl, drafts, "float32"))
     # mass on eight tokens in three groups of 256 (the residual draw's unit; the last group partial),
-    # -inf logits elsewhere: the one case where the draw's group-level race decides the law
-    name = "logits_three_groups_V700_K2_classic"
-    rng = case_rng(name)
-    support = np.array([3, 100, 256, 300, 511, 512, 650, 699])
-    lg = np.full((3, 700), -np.inf)
-    dl = np.full((2, 700), -np.inf)
-    lg[:, support] = round_to_dtype(rng.normal(0, 1.5, (3, support.size)), "float32")
-    dl[:, support] = round_to_dtype(lg[:2, support] + rng.normal(0, 1, (2, support.size)), "float32")
-    drafts = support[rng.integers(0, support.size, 2)]
-    drafts[0] = int(np.argmax(lg[0]))
-    out.append((name, lg, dl, drafts))
+    # -inf logits elsewhere: the cases where the draw's group-level race decides the law. In bfloat16
+    # too, classic and one-hot: 16-bit logits take their own kernel paths (a stats tile loaded ahead;
+    # classic drafts: the race over p in the merge), and 700 columns are two stats tiles on the GPU
+    for suffix, dtype, classic in (("classic", "float32", True), ("classic_bf16", "bfloat16", True),
+                                   ("onehot_bf16", "bfloat16", False)):  # fmt: skip
+        name = f"logits_three_groups_V700_K2_{suffix}"
+        rng = case_rng(name)
+        support = np.array([3, 100, 256, 300, 511, 512, 650, 699])
+        lg = np.full((3, 700), -np.inf)
+        dl = np.full((2, 700), -np.inf)
+        lg[:, support] = round_to_dtype(rng.normal(0, 1.5, (3, support.size)), dtype)
+        dl[:, support] = round_to_dtype(lg[:2, support] + rng.normal(0, 1, (2, support.size)), dtype)
+        drafts = support[rng.integers(0, support.size, 2)]
+        drafts[0] = int(np.argmax(lg[0]))
+        out.append((name, lg, dl if classic else None, drafts, dtype))
     return out
 
 
@@ -127,7 +135,7 @@ def certify_logits_coupling(sampler, case, budget: Budget, salt=0) -> CertRecord
     """Seeded coupling with the float64 reference. The reference materialises [rows, K+1, V] float64
     log-probabilities, so a wide case ((K+1) V > 1024) runs at most COUPLING_WIDE_ROWS rows (the
     full budget's 1,048,576 rows would need ~17 GB per array at V = 700); the record states n."""
-    name, lg, dl, drafts = case
+    name, lg, dl, drafts, dtype = case
     seed = law_seed(name, "coupling_seeded", salt)
     rng = np.random.default_rng(seed)
     rows = budget.seeded_rows if lg.size <= 1024 else min(budget.seeded_rows, COUPLING_WIDE_ROWS)
@@ -138,7 +146,7 @@ def certify_logits_coupling(sampler, case, budget: Budget, salt=0) -> CertRecord
     ids = np.where(rng.random((rows, k)) < 0.5, drafts, rng.integers(0, lg.shape[1], (rows, k)))
     L = np.broadcast_to(lg, (rows, *lg.shape))
     D = None if dl is None else np.broadcast_to(dl, (rows, *dl.shape))
-    out = sampler(L, ids, D, temps, seeds, offsets)
+    out = sampler(L, ids, D, temps, seeds, offsets, dtype=dtype)
     ref = rejection_sample_logits_reference(L, ids, D, temperature=temps, seeds=seeds, offsets=offsets)
     mism = (
         np.any(out.tokens != ref.tokens, axis=1)
@@ -160,7 +168,7 @@ def certify_logits_coupling(sampler, case, budget: Budget, salt=0) -> CertRecord
 
 def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
     """T = 0 rows, mixed with T = 1 rows: exact greedy semantics."""
-    name, lg, dl, drafts = case
+    name, lg, dl, drafts, dtype = case
     rng = case_rng(f"{name}/greedy", salt)
     rows = 256
     k, vocab = lg.shape[0] - 1, lg.shape[1]
@@ -171,7 +179,7 @@ def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
     offsets = rng.integers(0, 1 << 40, rows, dtype=np.int64)
     L = np.broadcast_to(lg, (rows, *lg.shape))
     D = None if dl is None else np.broadcast_to(dl, (rows, *dl.shape))
-    out = sampler(L, ids, D, temps, seeds, offsets)
+    out = sampler(L, ids, D, temps, seeds, offsets, dtype=dtype)
     g = temps == 0
     match = ids == arg[None, :k]
     want_a = np.cumprod(match, axis=1).sum(axis=1)
@@ -188,7 +196,7 @@ def certify_greedy(sampler, case, budget: Budget, salt=0) -> CertRecord:
 
 
 def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRecord:
-    name, lg, dl, drafts = case
+    name, lg, dl, drafts, dtype = case
     k, vocab = lg.shape[0] - 1, lg.shape[1]
     tally, parts, total_rows = GofTally(), [], 0
     seed = law_seed(name, "conditional", salt)
@@ -207,6 +215,7 @@ def certify_logits_conditional(sampler, case, budget: Budget, salt=0) -> CertRec
             np.full(rows, temp),
             seeds,
             offsets,
+            dtype=dtype,
         )
         counts = counts_from_outputs(out.tokens, out.num_accepted, vocab, k)
         g = budget_gof(counts.ravel(), law.ravel(), budget, f"{name} T={temp}", seed)
