@@ -132,10 +132,12 @@ def device_side(path: str) -> str:
         "-run39-sanitize.log; run 13 with the one-launch chain kernel and its atomics; run 39 with the "
         "screened logits race, fast_sample's grouped race and the `fast_sample_large_batch` row: the 4 rows "
         "repeated until the batch is large enough for the grouped race to draw its token in the merge on "
-        "a GPU, checked equal to the B = 4 ids, which drew theirs in every chunk). Runs 57 and 63 ran it at "
-        "`--small --vocabs 4097,8200` (25 cases, 432 op calls, 0 errors each), where chunks lie inside "
+        "a GPU, checked equal to the B = 4 ids, which drew theirs in every chunk). Runs 57, 63 and 72 ran it "
+        "at `--small --vocabs 4097,8200` (25 cases, 432 op calls, 0 errors each), where chunks lie inside "
         "the row and the unmasked loads run: run 57 with the classic logits stats programs of session "
-        "10, run 63 with the one-warp chain programs of session 11 (logs in their run folders). On CPU "
+        "10, run 63 with the one-warp chain programs of session 11, run 72 with session 12's 16-bit "
+        "logits paths (a stats tile loaded ahead, the race over p in the merge; logs in their run "
+        "folders). On CPU "
         "the memcheck is "
         "tests/reliability/reliability_memcheck.py, run by every test in tests/reliability.", "",
         "| op | " + " | ".join(kinds) + " |",
