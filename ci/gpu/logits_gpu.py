@@ -78,6 +78,8 @@ NAMED_SWEEPS = {  # name: (classic configs, one-hot configs, names)
         [None],
         "classic: default/p-in-merge/default/p-in-merge",
     ),
+    # LOGITS_GPU_SWEEP=defaults: each case at its default alone (the couplings, then one timing each)
+    "defaults": ([None], [None], "default"),
     # LOGITS_GPU_SWEEP=tiles: tilings around the session-12 defaults (race programs with fewer
     # registers fit 1024-token tiles; 16 stats tiles was within 1.5% in run 54)
     "tiles": (

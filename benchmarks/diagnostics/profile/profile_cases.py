@@ -63,6 +63,15 @@ def cases(gen):
                 offsets=torch.randint(0, 2**62, (batch,), generator=gen, device=DEV))  # fmt: skip
     out["logits default (64,4,151936)"] = lambda: kl.rejection_sample_logits(**args)
     out["logits lane_i32 (64,4,151936)"] = lambda: kl.rejection_sample_logits(**args, _config={"lane_i32": True})
+    # the bf16 calls furthest from issue 6's 70% (session 12): classic and one-hot drafts, and the
+    # one-hot stats pass without its tile loaded ahead
+    half = dict(args, target_logits=lg.bfloat16(), draft_logits=dl.bfloat16())
+    out["logits bf16 (64,4,151936)"] = lambda: kl.rejection_sample_logits(**half)
+    one_hot = dict(half, draft_logits=None)
+    out["logits one-hot bf16 (64,4,151936)"] = lambda: kl.rejection_sample_logits(**one_hot)
+    out["logits one-hot bf16 no-prefetch (64,4,151936)"] = lambda: kl.rejection_sample_logits(
+        **one_hot, _config={"stats_prefetch": False}
+    )
     return out
 
 

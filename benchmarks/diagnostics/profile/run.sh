@@ -12,7 +12,7 @@ sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section War
           --section MemoryWorkloadAnalysis --section InstructionStats)
 metrics='regex:^sm__inst_executed_pipe_[a-z_]+\.avg\.pct_of_peak_sustained_active$,regex:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio$'
 profile() { ncu --clock-control none --profile-from-start off --target-processes all "${sections[@]}" "$@" \
-    --csv --page details python3 "$here/profile_cases.py" kernels ${PROFILE_ONLY:-} > "$OUT/ncu_details.csv" 2> "$OUT/ncu.stderr"; }
+    --csv --page details python3 "$here/profile_cases.py" kernels "${PROFILE_ONLY:-}" > "$OUT/ncu_details.csv" 2> "$OUT/ncu.stderr"; }
 profile --metrics "$metrics"; rc=$?
 if [ $rc -ne 0 ]; then echo "ncu with extra metrics failed (rc=$rc), retrying with sections only"
   tail -5 "$OUT/ncu.stderr"; profile; rc=$?; fi
