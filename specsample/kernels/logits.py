@@ -465,7 +465,7 @@ def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_gre
 @triton.jit
 def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr,
                       BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
-                 STAGES: tl.constexpr):  # fmt: skip
+                      STAGES: tl.constexpr):  # fmt: skip
     """_chunk_stats' loop over the chunk's TILES tiles from column first_col (lane: [1, BLOCK_V]);
     PREFETCH issues tile t + 1's load before tile t's arithmetic (two tiles in flight per warp)."""
     if PREFETCH:
