@@ -62,17 +62,16 @@ PERF_SWEEP = {
     "one-hot": [None, {"stats_tiles": 16}, {"pick_warps": 2}, {"pick_warps": 8}],
 }  # fmt: skip
 SWEEP_NAMES = "classic: default/1024x4/512x16/8w-4096x2; one-hot: default/512x16/pick-2w/pick-8w"
-# LOGITS_GPU_SWEEP=stages: the stats pass's loads ahead of its arithmetic instead (session 12): tile
-# t + 1 loaded into registers before tile t's arithmetic (stats_prefetch), or the loop software-
-# pipelined by Triton through shared memory (stats_stages 2 / 3, cp.async); the default timed first
-# and last, so the spread of one version is in the same table
+# LOGITS_GPU_SWEEP=stages: the stats pass with and without tile t + 1 loaded into registers before tile
+# t's arithmetic (stats_prefetch, session 12; run 68 also timed Triton's shared-memory pipelining of the
+# loop, since removed); the default timed first and last, so the spread of one version is in the table
 # LOGITS_GPU_SWEEP=p-in-merge: classic drafts' race programs without the race over p (the fallback's),
 # which the last-arriving program runs over row j only where the residual has no mass (session 12)
 NO_PREFETCH = {"stats_prefetch": False}
 P_IN_MERGE = {"race_p_in_merge": True}
 NAMED_SWEEPS = {  # name: (classic configs, one-hot configs, names)
-    "stages": ([None, NO_PREFETCH, {"stats_prefetch": True}, {**NO_PREFETCH, "stats_stages": 3}, None],) * 2
-    + ("default/no-prefetch/prefetch/stages-3/default",),
+    "stages": ([None, NO_PREFETCH, {"stats_prefetch": True}, None],) * 2
+    + ("default/no-prefetch/prefetch/default",),
     "p-in-merge": (
         [None, P_IN_MERGE, None, P_IN_MERGE],
         [None],
@@ -100,8 +99,8 @@ NAMED = NAMED_SWEEPS.get(os.environ.get("LOGITS_GPU_SWEEP", ""))
 # one-hot configurations coupled with the reference besides the default
 ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
-# the stats pass's load-ahead variants, coupled with the reference in both draft kinds
-AHEAD_COUPLED = [{"stats_prefetch": True}, {"stats_stages": 3}]
+# the stats pass's load-ahead switch against its default per dtype (on for 16-bit logits), both draft kinds
+AHEAD_COUPLED = [{"stats_prefetch": False}, {"stats_prefetch": True}]
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
@@ -225,7 +224,7 @@ def stats_only(case, cfg):
             RAGGED=False,
             BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
             LANE_I32=L.stats_lane_i32(cfg, vocab, lg.stride(2), sd[2]), PREFETCH=cfg["stats_prefetch"],
-            STAGES=cfg["stats_stages"], num_warps=cfg["stats_warps"],
+            num_warps=cfg["stats_warps"],
         )  # fmt: skip
 
     return do_bench(run, warmup=25, rep=200, return_mode="median")

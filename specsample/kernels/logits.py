@@ -229,6 +229,16 @@ def _group_log_mass(lp2, lq2, res, WITH_Q: tl.constexpr, MASKED: tl.constexpr, F
 
 
 @triton.jit
+def _group_log_e(seed, offset, groups, j, FAST_LOG: tl.constexpr):
+    """log E_g [R, S] of the residual draw's groups `groups` [R, S] at position j [R]: word 0 of
+    Philox(seed, offset, index=g, STREAM_LOGITS_GROUP, position=j) (seed, offset [R])."""
+    zero = groups * 0
+    word = philox_words(seed[:, None] + zero, offset[:, None] + zero, groups, STREAM_LOGITS_GROUP,
+                        j[:, None] + zero)[0]  # fmt: skip
+    return _log_exponential_from_word(word, FAST_LOG)
+
+
+@triton.jit
 def _best_slot(score, groups):
     """(best score, its smallest group id) [R] of candidates score / groups [R, S]; -inf and -1 when
     no group has mass."""
@@ -273,7 +283,7 @@ def _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part, p
 @triton.jit
 def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V, NP, st_v, gmax_ptr,
                       gsum_ptr, chunk_start, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr,
-                      TILES: tl.constexpr, PREFETCH: tl.constexpr, STAGES: tl.constexpr):  # fmt: skip
+                      TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
     """_stats_block's target statistics for one-hot drafts, tile by tile as [R, NG, GW] parts: the
     chunk's (max, sum-exp, first argmax) [R], and for each part k (columns [k GW, (k+1) GW)) a
     reference m_k >= its max (the chunk's running max after its tile) and s_k = sum exp((l - m_k) / T)
@@ -293,13 +303,13 @@ def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V
     if plain:
         t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok[:, None], first_col, in_tile, part_base, V,
                                                NP, st_v, scale, t_max, t_sum, t_arg, any_greedy, out_row,
-                                               gmax_ptr, gsum_ptr, False, BLOCK_V, NG, TILES, PREFETCH,
-                                               STAGES)  # fmt: skip
+                                               gmax_ptr, gsum_ptr, False, BLOCK_V, NG, TILES,
+                                               PREFETCH)  # fmt: skip
     else:
         t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok[:, None], first_col, in_tile, part_base, V,
                                                NP, st_v, scale, t_max, t_sum, t_arg, any_greedy, out_row,
-                                               gmax_ptr, gsum_ptr, True, BLOCK_V, NG, TILES, PREFETCH,
-                                               STAGES)  # fmt: skip
+                                               gmax_ptr, gsum_ptr, True, BLOCK_V, NG, TILES,
+                                               PREFETCH)  # fmt: skip
     return t_max, t_sum, t_arg
 
 
@@ -316,8 +326,8 @@ def _part_ok(row_ok, part, NP, MASKED: tl.constexpr):
 @triton.jit
 def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v, scale, t_max, t_sum,
                      t_arg, any_greedy, out_row, gmax_ptr, gsum_ptr, MASKED: tl.constexpr,
-                     BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
-                     STAGES: tl.constexpr):  # fmt: skip
+                     BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr,
+                     PREFETCH: tl.constexpr):  # fmt: skip
     """_part_stats_tiles' loop over the chunk's TILES tiles; PREFETCH issues tile t + 1's load before
     tile t's arithmetic (two tiles in flight per warp)."""
     if PREFETCH:
@@ -336,7 +346,7 @@ def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, 
                                                _part_ok(row_ok, last, NP, MASKED), out_row, gmax_ptr,
                                                gsum_ptr)  # fmt: skip
     else:
-        for tile in tl.range(0, TILES, num_stages=STAGES):
+        for tile in range(TILES):
             cols = (first_col + tile * BLOCK_V + in_tile)[None, :, :]  # [1, NG, GW]
             part = part_base + tile * NG
             l = _stats_load(t_row[:, None, None], need[:, None, None], cols, V, st_v, MASKED)
@@ -372,7 +382,6 @@ def _stats_block(
     TILES: tl.constexpr,
     LANE_I32: tl.constexpr = False,
     PREFETCH: tl.constexpr = False,
-    STAGES: tl.constexpr = 1,
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -405,18 +414,17 @@ def _stats_block(
     if not HAS_DRAFT_LOGITS:
         t_max, t_sum, t_arg = _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V,
                                                 NP, st_v, gmax_ptr, gsum_ptr, chunk_start, BLOCK_ROWS,
-                                                BLOCK_V, TILES, PREFETCH, STAGES)  # fmt: skip
+                                                BLOCK_V, TILES, PREFETCH)  # fmt: skip
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
     elif draft_rows:  # classic drafts: the draft rows (b, i < n) of sampled requests, in their own programs
         d_row = d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)
         d_max, d_sum, _ = _chunk_stats(d_row, sampled & (i < n), first_col, lane, chunk_start, V, sd_v, scale,
-                                       False, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH, STAGES)  # fmt: skip
+                                       False, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
         tl.store(dmax_ptr + out, d_max, mask=row_ok)
         tl.store(dsum_ptr + out, d_sum, mask=row_ok)
     else:  # classic drafts: the target rows
         t_max, t_sum, t_arg = _chunk_stats(t_row, need, first_col, lane, chunk_start, V, st_v, scale,
-                                           any_greedy, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH,
-                                           STAGES)  # fmt: skip
+                                           any_greedy, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
 
 
@@ -443,8 +451,7 @@ def _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy):
 
 @triton.jit
 def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_greedy, BLOCK_ROWS: tl.constexpr,
-                 BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
-                 STAGES: tl.constexpr):  # fmt: skip
+                 BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
     """[R] (max, sum exp((l - max) / T), first argmax) of clean logits l over one chunk of rows `row`
     [R] (pointers), tile by tile; rows not needed give (-inf, 0, 0) without a load. A chunk inside
     the row whose rows are all needed loads without masks; a block with no needed row (a bonus
@@ -455,17 +462,16 @@ def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_gre
     needed = need.to(tl.int32)
     if (tl.min(needed, axis=0) > 0) & (chunk_start + TILES * BLOCK_V <= V):
         m, s, arg = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, False,
-                                      BLOCK_V, TILES, PREFETCH, STAGES)  # fmt: skip
+                                      BLOCK_V, TILES, PREFETCH)  # fmt: skip
     elif tl.max(needed, axis=0) > 0:
         m, s, arg = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, True,
-                                      BLOCK_V, TILES, PREFETCH, STAGES)  # fmt: skip
+                                      BLOCK_V, TILES, PREFETCH)  # fmt: skip
     return m, s, arg
 
 
 @triton.jit
 def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr,
-                      BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
-                      STAGES: tl.constexpr):  # fmt: skip
+                      BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
     """_chunk_stats' loop over the chunk's TILES tiles from column first_col (lane: [1, BLOCK_V]);
     PREFETCH issues tile t + 1's load before tile t's arithmetic (two tiles in flight per warp)."""
     if PREFETCH:
@@ -478,7 +484,7 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
             cols += BLOCK_V
         m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy)
     else:
-        for tile in tl.range(0, TILES, num_stages=STAGES):
+        for tile in range(TILES):
             at = first_col + tile * BLOCK_V + lane
             m, s, arg = _chunk_stats_tile(_stats_load(row[:, None], need[:, None], at, V, s_v, MASKED), at, V,
                                           scale, m, s, arg, any_greedy)  # fmt: skip
@@ -788,9 +794,7 @@ def _pick_in_groups(req, req_ok, t_ptr, seed, offset, j, x_j, sampled, rejected,
             log_s = _ln(tl.where(s_g > 0.0, s_g, 1.0), FAST_LOG)
             mass_p = tl.where(s_g > 0.0, shift2 * _LN2 + log_s, _NEG_INF)
             mass_r = tl.where(groups == x_group[:, None], mass_x[:, None], mass_p)
-            e_word = philox_words(seed[:, None] + groups * 0, offset[:, None] + groups * 0, groups,
-                                  STREAM_LOGITS_GROUP, j[:, None] + groups * 0)[0]  # fmt: skip
-            log_e = _log_exponential_from_word(e_word, FAST_LOG)
+            log_e = _group_log_e(seed, offset, groups, j, FAST_LOG)
             s_r, i_r = _best_slot(mass_r - log_e, groups)
             s_p, i_p = _best_slot(mass_p - log_e, groups)
             best_r, group_r = _keep_best(best_r, group_r, s_r, i_r)  # slabs in group order
@@ -820,9 +824,7 @@ def _race_over_p(t_row, lost, x_j, shift_p, norm_p, scale2, seed, offset, j, V, 
                                   scale2[:, None, None], st_v, st_v, False)  # fmt: skip
         tile_p = _group_log_mass(lp, lq, res, False, False, FAST_LOG, 2)  # [R, NG]
         zs = first // _GROUP + tl.arange(0, NG).to(tl.int64)[None, :] + seed[:, None] * 0  # [R, NG]
-        e_word = philox_words(seed[:, None] + zs * 0, offset[:, None] + zs * 0, zs, STREAM_LOGITS_GROUP,
-                              j[:, None] + zs * 0)[0]  # fmt: skip
-        s_p, i_p = _best_slot(tile_p - _log_exponential_from_word(e_word, FAST_LOG), zs)
+        s_p, i_p = _best_slot(tile_p - _group_log_e(seed, offset, zs, j, FAST_LOG), zs)
         best, group = _keep_best(best, group, s_p, i_p)  # tiles in group order
     return best, group
 
@@ -926,9 +928,7 @@ def _race_block(
     mass_r = tl.reshape(mass_r, (BLOCK_ROWS, TILES_P2 * NG))
     groups = chunk * (TILES * NG) + tl.arange(0, TILES_P2 * NG).to(tl.int64)[None, :]  # [1, S]
     zs = groups + req[:, None] * 0  # [R, S]
-    e_word = philox_words(seed[:, None] + zs * 0, offset[:, None] + zs * 0, zs, STREAM_LOGITS_GROUP,
-                          j[:, None] + zs * 0)[0]  # fmt: skip
-    log_e = _log_exponential_from_word(e_word, FAST_LOG)
+    log_e = _group_log_e(seed, offset, zs, j, FAST_LOG)
     best_r, group_r = _best_slot(mass_r - log_e, zs)
     part = (req * NC2 + chunk) * 2
     tl.store(best_ptr + part, best_r, mask=req_ok)
@@ -973,15 +973,13 @@ def _logits_stats_kernel(
     TILES: tl.constexpr,
     LANE_I32: tl.constexpr,
     PREFETCH: tl.constexpr = False,
-    STAGES: tl.constexpr = 1,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows.
     _stats_block(tl.program_id(0), tl.program_id(1), tl.program_id(2) > 0, t_ptr, d_ptr, temp_ptr, n_ptr,
                  tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, B, V, NC, NP,
                  st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
-                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH,
-                 STAGES)  # fmt: skip
+                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH)  # fmt: skip
 
 
 @triton.jit
@@ -1119,7 +1117,6 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 "fast_log": False,
                 "lane_i32": False,
                 "stats_prefetch": False,
-                "stats_stages": 1,
                 "race_p_in_merge": logit_bytes <= 2,
             }
         )  # as on the GPU, so bf16 / fp16 tests take it
@@ -1151,8 +1148,8 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
         # stats_prefetch (16-bit logits): tile t + 1's load issued before tile t's arithmetic, so a
         # warp has two 1 KB tiles in flight instead of one. H200 run 68 (same run, graph µs, default
         # timed first and last): bf16 1.03-1.04x at (64, 4, 151936) and 1.04-1.05x at (128, 8, 128256),
-        # both draft kinds; fp32 0.99-1.01x (2 KB tiles), where Triton's shared-memory pipelining
-        # (stats_stages 3) was 1.02x at classic (128, 8, 128256) and 0.96-1.00x elsewhere: neither kept.
+        # both draft kinds; fp32 0.99-1.01x (2 KB tiles), where Triton's shared-memory pipelining of the
+        # loop (3 stages) was 1.02x at classic (128, 8, 128256) and 0.96-1.00x elsewhere: neither kept.
         # race_p_in_merge (16-bit logits, classic drafts): the race programs leave out the race over p
         # (the fallback's), which the merge runs over row j only where the residual has no mass:
         # offline SASS 38.1 -> 30.3 instructions per element in bf16 (36.2 -> 28.8 in fp32, 93 -> 70
@@ -1163,7 +1160,6 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 "fast_log": True,
                 "lane_i32": True,
                 "stats_prefetch": logit_bytes <= 2,
-                "stats_stages": 1,
                 "race_p_in_merge": logit_bytes <= 2,
             }
         )
@@ -1282,7 +1278,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     key = (device, stream, generation(), *key[3:])  # the allocations above may have bumped it
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
-                      PREFETCH=cfg["stats_prefetch"], STAGES=cfg["stats_stages"],
+                      PREFETCH=cfg["stats_prefetch"],
                       num_warps=cfg["stats_warps"])  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large
