@@ -50,6 +50,7 @@ CASES = (  # kernel, B, K, V, dtype: the issue shapes of the kernels the change 
     ("chain", 128, 8, 128256, "bfloat16"),
     ("chain_onehot", 16, 4, 128256, "float32"),
     ("chain_onehot", 64, 4, 151936, "float32"),
+    ("chain_onehot", 64, 4, 151936, "bfloat16"),
 )
 
 

@@ -126,9 +126,11 @@ def _reference_job(job):
     return ref.tokens, ref.num_accepted, ref.fallback, ref.valid, ref.ambiguous
 
 
-def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator) -> None:
+def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator, certify: bool = True) -> None:
     """`groups` target/draft pairs (even groups classic, odd one-hot), each broadcast to `rows`
-    requests with their own drafts (drawn from q), uniforms and ragged counts."""
+    requests with their own drafts (drawn from q), uniforms and ragged counts. certify=False: the
+    unambiguous mismatches must still be 0, but the rows are too few for the TV bound (a check of
+    one launch configuration, not a certificate)."""
     t0 = time.time()
     jobs, kernel_out = [], []
     tol = coupling_tol(rows, vocab)
@@ -181,7 +183,7 @@ def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator) -> None:
     print("coupling", row, flush=True)
     check(unambiguous == 0, f"coupling V={vocab}: {unambiguous} unambiguous mismatches")
     # the smoke run's 2048 rows cannot certify 1e-3 (needs >= 13816 rows with no mismatch)
-    check(SMOKE or cert.tv_bound <= 1e-3, f"coupling V={vocab}: TV UCB {cert.tv_bound:.3g} > 1e-3")
+    check(SMOKE or not certify or cert.tv_bound <= 1e-3, f"coupling V={vocab}: TV UCB {cert.tv_bound:.3g} > 1e-3")
 
 
 def int64_offsets(gen: torch.Generator) -> None:
@@ -531,6 +533,8 @@ def main() -> int:
     )
     gen = torch.Generator(device=DEV).manual_seed(20261129)
     steps = [(f"coupling {v}", lambda v=v: coupling(v, COUPLING_GROUPS, COUPLING_ROWS, gen)) for v in VOCABS]
+    if not SMOKE:  # a batch whose default grid takes 8 chunks per program under the register cap (run 80)
+        steps.append(("coupling 151936 B=64", lambda: coupling(151936, 8, 64, gen, certify=False)))
     steps.append(("drawn-law closed form", check_drawn_law))
     if not SMOKE:
         steps.append(("int64", lambda: int64_offsets(gen)))

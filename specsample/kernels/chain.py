@@ -52,6 +52,11 @@ from specsample.kernels.result import SampleResult, empty_result
 
 _GPU_PROGRAMS = 8 * H200_SMS  # one-warp programs wanted in the grid at least (H200 run 61)
 _GPU_MAX_TILES = 16  # chunks one program streams at most
+# long programs (>= 12 chunks) but fewer than this many in the grid: half the chunks per program, twice
+# the programs, under a register cap so that they fit one wave (H200 runs 80-82)
+_GPU_WIDE_PROGRAMS = 12 * H200_SMS
+_GPU_WIDE_MAXNREG = 96
+_GPU_SMEM = 200 * 1024  # shared memory an SM's pipelined chunk loads may take (of 228 KB)
 _GPU_CHUNK = 512  # columns per chunk of a one-warp program
 _GPU_LATENCY_CHUNK = 1024  # columns per chunk of a four-warp program in the latency regime (run 66)
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
@@ -324,11 +329,13 @@ class _Config(NamedTuple):
     num_warps: int
     tiles: int  # chunks streamed by one program (a runtime loop)
     num_stages: int  # software-pipelining depth of that loop
+    maxnreg: int | None = None  # a cap on registers per thread (ptxas), so more programs fit an SM
 
 
 def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps: int | None = None,
                    tiles: int | None = None, num_stages: int | None = None,
-                   block_rows: int | None = None) -> _Config:  # fmt: skip
+                   block_rows: int | None = None, maxnreg: int | None = None,
+                   row_bytes: int = 8) -> _Config:  # fmt: skip
     """GPU: one row per program, one warp per program over 512-column chunks (the chunk sums are
     in-warp reductions, no barrier), each program streaming up to 16 consecutive chunks with a
     3-stage pipelined loop, or fewer so that the grid keeps at least 8 programs per SM. H200 runs
@@ -336,13 +343,19 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
     chunks, 1.08-1.10x at fp32 (64, 4, 151936) and (128, 8, 128256), 1.57x at bf16
     (128, 8, 128256), equal at (16, 4, 128256). Where that would leave one chunk per program (small
     batches: latency-bound), four warps over one 1024-column chunk per program, the widest split.
+    Where 16-chunk programs would leave fewer than 12 per SM, half the chunks per program under a
+    96-register cap, so that twice the programs fit one wave (2 stages where 3 would overflow the
+    shared memory): runs 80-82, 1.13-1.23x at (64, 4, 151936) in bf16 and for one-hot drafts, 1.00x
+    fp32 classic.
     Interpreter: a whole small vocabulary per tile, many rows per tile, one program per row block.
-    Any field can be overridden (tests, sweeps)."""
+    Any field can be overridden (tests, sweeps). row_bytes: bytes streamed per vocabulary entry of
+    the emit row (p's element size, plus q's for classic drafts): what a pipeline stage holds in
+    shared memory."""
     vocab_pow2 = next_pow2(vocab)
     if interpreting():
         bv = block_v or min(vocab_pow2, 1024)
         rows = block_rows or max(1, min(_INTERP_TILE_ELEMENTS // bv, next_pow2(batch)))
-        return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1)
+        return _Config(rows, bv, num_warps or 4, tiles or cdiv(vocab, bv), num_stages or 1, maxnreg)
     if block_v is None and tiles is None and batch * cdiv(vocab, _GPU_CHUNK) < 2 * _GPU_PROGRAMS:
         # latency regime (B = 1 at V = 32000): the one-warp rule below would give one chunk per
         # program; four warps over 1024 columns instead (H200 run 66: 10.2-10.7 us against 10.8-10.9)
@@ -351,8 +364,22 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
     if tiles is None:
         chunks = cdiv(vocab, bv)
         tiles = max(1, min(_GPU_MAX_TILES, chunks, batch * chunks // _GPU_PROGRAMS))
+        # Long programs, few of them (e.g. (64, 4, 151936): 1216 programs of 16 chunks, 9 per SM):
+        # half the chunks per program, twice the programs. At V = 151936 the emit's [1, 512] float64
+        # tiles take the kernel to 119 registers (offline sm_90), 17 one-warp programs per SM at
+        # most, so 2432 programs of 8 chunks took two waves (session 11's sweeps); capped at 96
+        # registers (no spill offline) they fit one, and with 3 pipeline stages of 2 KB per row
+        # they fit the shared memory unless both p and q are fp32 (then 2 stages). H200 runs 80-82
+        # (benchmarks/NOTES.md, session 13). (128, 8, 128256) (2048 programs) and (16, 4, 128256)
+        # (3 chunks per program) were not faster with more programs.
+        wide = tiles >= 12 and batch * cdiv(chunks, tiles) < _GPU_WIDE_PROGRAMS
+        if wide:
+            tiles //= 2
+            maxnreg = maxnreg or _GPU_WIDE_MAXNREG
+            if row_bytes * bv * 3 * cdiv(batch * cdiv(chunks, tiles), H200_SMS) > _GPU_SMEM:
+                num_stages = num_stages or 2
     warps = num_warps or (1 if bv <= _GPU_CHUNK else 4 if bv <= 2048 else 8)
-    return _Config(block_rows or 1, bv, warps, tiles, num_stages or (3 if tiles > 1 else 1))
+    return _Config(block_rows or 1, bv, warps, tiles, num_stages or (3 if tiles > 1 else 1), maxnreg)
 
 
 def chain_rejection_sample(
@@ -447,10 +474,10 @@ class _Plan(NamedTuple):
 
 @functools.lru_cache(maxsize=512)
 def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seeded: bool, wide_lanes: bool,
-          overrides: tuple) -> _Plan:  # fmt: skip
+          row_bytes: int, overrides: tuple) -> _Plan:  # fmt: skip
     """Everything of a launch that depends only on metadata, computed once per distinct call shape
     (the launcher's Python is part of every eager call's latency)."""
-    cfg = _launch_config(batch, vocab, **dict(overrides))
+    cfg = _launch_config(batch, vocab, row_bytes=row_bytes, **dict(overrides))
     num_chunks = cdiv(vocab, cfg.block_v)  # one partial per chunk
     programs_per_row = cdiv(num_chunks, cfg.tiles)
     meta = dict(
@@ -462,12 +489,14 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
         NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
         LANE_I64=wide_lanes,
     )  # fmt: skip
+    if cfg.maxnreg is not None and not interpreting():
+        meta["maxnreg"] = cfg.maxnreg
     return _Plan((cdiv(batch, cfg.block_rows), programs_per_row), num_chunks, cfg.tiles, meta)
 
 
 def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
     """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages,
-    block_rows) replace the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests,
+    block_rows, maxnreg) replace the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests,
     and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
     batch, k_plus_1, vocab = p.shape
     device = p.device
@@ -481,7 +510,9 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     sq = q.stride() if has_q else (0, 0, 0)
     # int32 lane offsets unless a lane offset cols * stride can pass 2^31 (or forced: lane_i64)
     wide = lane_i64 or not int32_offsets_fit(vocab, p.stride(2), sq[2])
-    plan_key = (batch, k_plus_1, vocab, has_q, n is not None, seeded, wide, tuple(sorted(overrides.items())))
+    row_bytes = p.element_size() + (q.element_size() if has_q else 0)
+    plan_key = (batch, k_plus_1, vocab, has_q, n is not None, seeded, wide, row_bytes,
+                tuple(sorted(overrides.items())))  # fmt: skip
     plan = _plan(*plan_key)
     # [B, num_chunks, 2] fp64 scratch, indexed explicitly by the kernel
     partials = stream_buffer(device, "chain_partials", batch * plan.num_chunks * 2, torch.float64)

@@ -244,26 +244,38 @@ def test_interpreter_throughput_at_small_vocab(source):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("row_bytes", [2, 4, 8])
 @pytest.mark.parametrize("batch", [1, 3, 16, 64, 128, 1024, 8192])
 @pytest.mark.parametrize("vocab", [1, 2, 7, 255, 512, 513, 32000, 128256, 151936])
-def test_gpu_default_config_is_valid(monkeypatch, batch, vocab):
+def test_gpu_default_config_is_valid(monkeypatch, batch, vocab, row_bytes):
     """The GPU branch of _launch_config gives a power-of-two chunk of 128-1024 columns and between
     one chunk per program and the row's chunk count, at every size: one warp over chunks of at most
-    512 columns, or (the latency regime) four warps over one chunk per program."""
+    512 columns, or (the latency regime) four warps over one chunk per program; 2 or 3 pipeline
+    stages whose loads fit the shared memory of the programs an SM holds; no register cap, or 96."""
     monkeypatch.setattr(chain_module, "interpreting", lambda: False)
-    cfg = chain_module._launch_config(batch, vocab)
+    cfg = chain_module._launch_config(batch, vocab, row_bytes=row_bytes)
     assert cfg.block_rows == 1 and cfg.block_v & (cfg.block_v - 1) == 0 and 128 <= cfg.block_v <= 1024
     assert 1 <= cfg.tiles <= min(chain_module._GPU_MAX_TILES, -(-vocab // cfg.block_v))
-    assert cfg.num_stages == (3 if cfg.tiles > 1 else 1)
+    assert cfg.num_stages in ((2, 3) if cfg.tiles > 1 else (1,))
+    assert cfg.maxnreg in (None, chain_module._GPU_WIDE_MAXNREG)
+    if cfg.maxnreg is not None:  # the wide grid: one wave's pipelined loads fit the shared memory
+        programs_per_sm = -(-batch * -(-vocab // cfg.block_v) // cfg.tiles // chain_module.H200_SMS)
+        assert row_bytes * cfg.block_v * cfg.num_stages * programs_per_sm <= 228 * 1024
     assert (cfg.num_warps, cfg.block_v <= 512) == (1, True) or (cfg.num_warps, cfg.tiles) == (4, 1)
 
 
 def test_gpu_default_tiling_at_the_issue_shapes(monkeypatch):
     """One-warp programs over 512-column chunks, 16 chunks per program once the batch gives that
-    many chunks to spare (H200 runs 61-62); at B = 1 four warps over one 1024-column chunk per
-    program (latency: the widest split, run 66)."""
+    many chunks to spare (H200 runs 61-62), 8 under a 96-register cap where 16 would leave fewer
+    than 12 programs per SM (runs 80-82: (64, 4, 151936)), with 2 pipeline stages where p and q are
+    both fp32 (row_bytes 8), else 3; at B = 1 four warps over one 1024-column chunk per program
+    (latency: the widest split, run 66). (block_v, warps, tiles, stages, maxnreg)."""
     monkeypatch.setattr(chain_module, "interpreting", lambda: False)
-    tiling = {shape: chain_module._launch_config(*shape)[1:4] for shape in
-              ((1, 32000), (16, 128256), (64, 151936), (128, 128256))}  # fmt: skip
-    assert tiling == {(1, 32000): (1024, 4, 1), (16, 128256): (512, 1, 3), (64, 151936): (512, 1, 16),
-                      (128, 128256): (512, 1, 16)}  # fmt: skip
+    shapes = ((1, 32000, 8), (16, 128256, 8), (64, 151936, 8), (64, 151936, 4), (128, 128256, 8))
+    tiling = {}
+    for batch, vocab, row_bytes in shapes:
+        cfg = chain_module._launch_config(batch, vocab, row_bytes=row_bytes)
+        tiling[batch, vocab, row_bytes] = (cfg.block_v, cfg.num_warps, cfg.tiles, cfg.num_stages, cfg.maxnreg)
+    assert tiling == {(1, 32000, 8): (1024, 4, 1, 1, None), (16, 128256, 8): (512, 1, 3, 3, None),
+                      (64, 151936, 8): (512, 1, 8, 2, 96), (64, 151936, 4): (512, 1, 8, 3, 96),
+                      (128, 128256, 8): (512, 1, 16, 3, None)}  # fmt: skip
