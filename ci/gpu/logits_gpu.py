@@ -12,6 +12,9 @@
    (must-read bytes / copy bandwidth measured in this run) and a plain-PyTorch softmax-then-sample
    implementation measured in the same run; the default against the configurations of SWEEP (precise
    logarithms, 32-bit stats-pass offsets). The best configuration per case is reported.
+Hostile cases (1, session 13): NaN, +inf and -inf logits scattered through target and draft rows and
+whole rows without a finite logit, against the reference's "no mass" semantics. LOGITS_GPU_NO_PERF=1
+runs 1-2 alone.
 Prints a short table; takes ~2-3 minutes on an H200 (mostly Triton compiles and the float64
 reference).
 """
@@ -104,6 +107,10 @@ AHEAD_COUPLED = [{"stats_prefetch": False}, {"stats_prefetch": True}]
 RESULTS: dict = {"device": None, "coupling": [], "graph": None, "copy_bw": None, "perf": [], "errors": []}
 
 
+class _NoPerf(Exception):
+    """LOGITS_GPU_NO_PERF=1: skip the timing section (the device couplings alone)."""
+
+
 def save() -> None:
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "logits_gpu.json"), "w") as f:
@@ -123,10 +130,24 @@ def make_inputs(batch, num_k, vocab, dtype, classic, gen, temps=(1.0,)):
                 temperature=t.float(), seeds=seeds, offsets=offsets)  # fmt: skip
 
 
-def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None, fallback=False):
+def spoil(logits, gen, rate=1e-4):
+    """NaN, +inf and -inf logits at `rate` each (in place; ~15 of each per row at V = 151936), and
+    every logit of every 7th request's last row NaN (a row with no finite logit: -1, not valid)."""
+    for value in (float("nan"), float("inf"), float("-inf")):
+        hit = torch.rand(logits.shape, generator=gen, device=DEV) < rate
+        logits.masked_fill_(hit, value)
+    logits[::7, -1] = float("nan")
+
+
+def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None, fallback=False, hostile=False):
     """fallback (classic): draft logits equal to the target's and an invalid first draft in half the
-    rows, which are rejected with an empty residual and must fall back to p."""
+    rows, which are rejected with an empty residual and must fall back to p. hostile: NaN / +-inf
+    logits in target and draft rows (spoil), which carry no mass."""
     case = make_inputs(batch, num_k, vocab, DTYPES[dtype_name], classic, gen, temps=(0.0, 0.5, 1.0, 2.0))
+    if hostile:
+        spoil(case["target_logits"], gen)
+        if classic:
+            spoil(case["draft_logits"], gen)
     case["num_draft_tokens"] = torch.randint(0, num_k + 1, (batch,), generator=gen, device=DEV)
     if fallback:
         case["draft_logits"] = case["target_logits"][:, :num_k].clone()
@@ -142,7 +163,7 @@ def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None, fallbac
     row = dict(B=batch, K=num_k, V=vocab, dtype=dtype_name, classic=classic, mismatches=m,
                ambiguous=int(ref.ambiguous.sum()), unexplained=int((differ & ~ref.ambiguous).sum()),
                tv_ucb=clopper_pearson(m, batch, 1e-6, "upper"), mean_accepted=float(acc.mean()),
-               fallbacks=int(ref.fallback.sum()), config=config or {})  # fmt: skip
+               fallbacks=int(ref.fallback.sum()), config=config or {}, hostile=hostile)  # fmt: skip
     RESULTS["coupling"].append(row)
     print("coupling", row, flush=True)
 
@@ -295,6 +316,10 @@ def main() -> int:
         lambda: coupling(128, 4, 151936, "bf16", True, gen, P_IN_MERGE),
         lambda: coupling(64, 4, 151936, "fp32", True, gen, P_IN_MERGE, fallback=True),
         lambda: coupling(64, 4, 151936, "fp32", True, gen, None, fallback=True),
+        lambda: coupling(64, 4, 151936, "bf16", True, gen, None, hostile=True),
+        lambda: coupling(64, 4, 151936, "bf16", False, gen, None, hostile=True),
+        lambda: coupling(32, 8, 128256, "fp32", True, gen, None, hostile=True),
+        lambda: coupling(64, 8, 128256, "fp32", False, gen, None, hostile=True),
         lambda: graph_check(gen),
         lambda: graph_check(gen, classic=False),
     ]
@@ -308,6 +333,8 @@ def main() -> int:
             print(traceback.format_exc(), flush=True)
         save()
     try:
+        if os.environ.get("LOGITS_GPU_NO_PERF"):  # the couplings alone
+            raise _NoPerf
         bw = copy_bandwidth()
         RESULTS["copy_bw"] = bw
         print(f"copy bandwidth {bw / 1e12:.2f} TB/s", flush=True)
@@ -315,6 +342,8 @@ def main() -> int:
             for dtype_name in DTYPES:
                 for classic in (False, True):
                     perf(batch, num_k, vocab, dtype_name, classic, bw, gen)
+    except _NoPerf:
+        pass
     except Exception:
         RESULTS["errors"].append(traceback.format_exc()[-2000:])
         print(traceback.format_exc(), flush=True)
@@ -327,7 +356,7 @@ def main() -> int:
     for c in RESULTS["coupling"]:
         mode = "classic" if c["classic"] else "one-hot"
         shape = f"{c['B']},{c['K']},{c['V']}"
-        mode += "".join(f" {k}" for k in c["config"])
+        mode += "".join(f" {k}" for k in c["config"]) + (" hostile" if c.get("hostile") else "")
         print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
               f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e} {c.get('fallbacks', 0):>8}")  # fmt: skip
     print(f"graph: {RESULTS['graph']}; one-hot: {RESULTS.get('graph_one_hot')}")
