@@ -56,6 +56,7 @@ _GPU_MAX_TILES = 16  # chunks one program streams at most
 # the programs, under a register cap so that they fit one wave (H200 runs 80-82)
 _GPU_WIDE_PROGRAMS = 12 * H200_SMS
 _GPU_WIDE_MAXNREG = 96
+_GPU_WIDE_FIT = (65536 // (32 * _GPU_WIDE_MAXNREG)) * H200_SMS  # programs one wave holds (21 per SM)
 _GPU_SMEM = 200 * 1024  # shared memory an SM's pipelined chunk loads may take (of 228 KB)
 _GPU_CHUNK = 512  # columns per chunk of a one-warp program
 _GPU_LATENCY_CHUNK = 1024  # columns per chunk of a four-warp program in the latency regime (run 66)
@@ -373,7 +374,7 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
         # (benchmarks/NOTES.md, session 13). (128, 8, 128256) (2048 programs) and (16, 4, 128256)
         # (3 chunks per program) were not faster with more programs.
         wide = tiles >= 12 and batch * cdiv(chunks, tiles) < _GPU_WIDE_PROGRAMS
-        if wide:
+        if wide and batch * cdiv(chunks, tiles // 2) <= _GPU_WIDE_FIT:
             tiles //= 2
             maxnreg = maxnreg or _GPU_WIDE_MAXNREG
             if row_bytes * bv * 3 * cdiv(batch * cdiv(chunks, tiles), H200_SMS) > _GPU_SMEM:
@@ -496,8 +497,8 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
 
 def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
     """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages,
-    block_rows, maxnreg) replace the _launch_config defaults and `lane_i64` forces 64-bit lane offsets (tests,
-    and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
+    block_rows, maxnreg) replace the _launch_config defaults and `lane_i64` forces 64-bit lane
+    offsets (tests, and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
     batch, k_plus_1, vocab = p.shape
     device = p.device
     result = empty_result(batch, k_plus_1, device)

@@ -259,9 +259,25 @@ def test_gpu_default_config_is_valid(monkeypatch, batch, vocab, row_bytes):
     assert cfg.num_stages in ((2, 3) if cfg.tiles > 1 else (1,))
     assert cfg.maxnreg in (None, chain_module._GPU_WIDE_MAXNREG)
     if cfg.maxnreg is not None:  # the wide grid: one wave's pipelined loads fit the shared memory
-        programs_per_sm = -(-batch * -(-vocab // cfg.block_v) // cfg.tiles // chain_module.H200_SMS)
+        chunks = -(-vocab // cfg.block_v)
+        programs = batch * -(-chunks // cfg.tiles)
+        programs_per_sm = -(-programs // chain_module.H200_SMS)
+        assert programs_per_sm <= 21  # what an SM holds of one-warp programs under 96 registers
         assert row_bytes * cfg.block_v * cfg.num_stages * programs_per_sm <= 228 * 1024
     assert (cfg.num_warps, cfg.block_v <= 512) == (1, True) or (cfg.num_warps, cfg.tiles) == (4, 1)
+
+
+def test_gpu_plan_passes_the_register_cap(monkeypatch):
+    """The wide grid's register cap reaches the compile options (the launch metadata) on the GPU,
+    with the row bytes of the call's dtypes: 2 stages for fp32 p and q, 3 for bf16 ones."""
+    monkeypatch.setattr(chain_module, "interpreting", lambda: False)
+    plan = chain_module._plan.__wrapped__  # uncached: the cache may hold interpreter plans
+    fp32 = plan(64, 5, 151936, True, False, True, False, 8, ())
+    bf16 = plan(64, 5, 151936, True, False, True, False, 4, ())
+    narrow = plan(128, 9, 128256, True, False, True, False, 8, ())
+    assert (fp32.meta["maxnreg"], fp32.meta["NUM_STAGES"], fp32.tiles) == (96, 2, 8)
+    assert (bf16.meta["maxnreg"], bf16.meta["NUM_STAGES"], bf16.tiles) == (96, 3, 8)
+    assert "maxnreg" not in narrow.meta and narrow.tiles == 16
 
 
 def test_gpu_default_tiling_at_the_issue_shapes(monkeypatch):
