@@ -5,6 +5,8 @@ claim still comes from the H200.
     python benchmarks/sass/kernel_sass.py chain [--block-v 1024] [--warps 4] [--stages 3] [--tiles 4]
                                                [--flag NAME=VALUE ...]
     python benchmarks/sass/kernel_sass.py race [--block-v 2048] [--warps 4]
+    python benchmarks/sass/kernel_sass.py chain --block-v 512 --warps 1 --tiles 16 \
+        --flag CHUNKS_POW2=512 [--maxnreg 96]        # the chain's wide grid at V = 151936 (session 13)
 
 chain: `_chain_kernel`, fp32 p and q, unit vocabulary stride, K = 4, classic drafts. race:
 fast_sample's `_race_chunk_kernel`, fp32 probs, one sample. Compiled with the local Triton (its PTX,
@@ -61,6 +63,7 @@ def compile_sass(
     tiles: int,
     flags: dict,
     logits_dtype: str = "fp32",
+    maxnreg: int | None = None,
 ):
     """(ptxas -v output, SASS text) of the kernel for sm_90a (logits kernels: logits of `logits_dtype`)."""
     if kernel_name == "chain":
@@ -91,7 +94,8 @@ def compile_sass(
         (i,): [["tt.divisibility", 16]] for i, p in enumerate(params) if p in ptr_types or p in divisible
     }
     source = ASTSource(fn, sig, const, attrs=attrs)
-    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps))
+    options = dict(num_warps=warps) if maxnreg is None else dict(num_warps=warps, maxnreg=maxnreg)
+    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
     with tempfile.TemporaryDirectory() as tmp:
         ptx, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(ptx, "w") as f:
@@ -140,17 +144,20 @@ def main() -> int:
     ap.add_argument(
         "--dtype", default="fp32", choices=("fp32", "bf16", "fp16"), help="logits kernels' logits"
     )
+    ap.add_argument("--maxnreg", type=int, default=None, help="a register cap per thread (ptxas)")
     args = ap.parse_args()
     flags = {k: int(v) for k, v in (f.split("=") for f in args.flag)}
     args.block_v = args.block_v or {"chain": 1024, "race": 2048, "logits-stats": 2048}.get(args.kernel, 1024)
     info, sass = compile_sass(
-        args.kernel, args.block_v, args.warps, args.stages, args.tiles, flags, args.dtype
+        args.kernel, args.block_v, args.warps, args.stages, args.tiles, flags, args.dtype, args.maxnreg
     )
     regs = re.search(r"Used (\d+) registers", info)
+    spills = re.findall(r"(\d+) bytes spill (stores|loads)", info)
     instrs = instructions(sass)
     print(f"{args.kernel}: block_v={args.block_v} warps={args.warps} stages={args.stages} tiles={args.tiles} "
           f"flags={flags} dtype={args.dtype}")  # fmt: skip
-    print(f"registers/thread {regs.group(1) if regs else '?'}; SASS instructions {len(instrs)}")
+    spilled = ", ".join(f"{n} bytes spill {kind}" for n, kind in spills) or "no spill report"
+    print(f"registers/thread {regs.group(1) if regs else '?'} ({spilled}); SASS instructions {len(instrs)}")
     per_thread = args.block_v / (32 * args.warps)
     for start, end in loops(instrs):
         body = [op for addr, op, _ in instrs if start <= addr <= end]
