@@ -373,8 +373,8 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
         # they fit the shared memory unless both p and q are fp32 (then 2 stages). H200 runs 80-82
         # (benchmarks/NOTES.md, session 13). (128, 8, 128256) (2048 programs) and (16, 4, 128256)
         # (3 chunks per program) were not faster with more programs.
-        wide = tiles >= 12 and batch * cdiv(chunks, tiles) < _GPU_WIDE_PROGRAMS
-        if wide and batch * cdiv(chunks, tiles // 2) <= _GPU_WIDE_FIT:
+        few = tiles >= 12 and batch * cdiv(chunks, tiles) < _GPU_WIDE_PROGRAMS
+        if few and batch * cdiv(chunks, tiles // 2) <= _GPU_WIDE_FIT:
             tiles //= 2
             maxnreg = maxnreg or _GPU_WIDE_MAXNREG
             if row_bytes * bv * 3 * cdiv(batch * cdiv(chunks, tiles), H200_SMS) > _GPU_SMEM:

@@ -941,14 +941,12 @@ def _race_block(
     # -- the last program to arrive for this request block writes the outputs ----------------
     arrived = tl.atomic_add(arrivals_ptr + req_block, 1, sem="acq_rel")
     if arrived == NC2 - 1:
-        best_r = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-        best_p = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-        group_r = tl.full((BLOCK_ROWS,), -1, tl.int64)
-        group_p = tl.full((BLOCK_ROWS,), -1, tl.int64)
         best_r, group_r = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 0, NCB2)
         if not P_IN_MERGE:
             best_p, group_p = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 1, NCB2)
-        if P_IN_MERGE:  # the race over p only where the residual has no mass (the fallback): rare
+        else:  # the race over p only where the residual has no mass (the fallback): rare
+            best_p = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+            group_p = tl.full((BLOCK_ROWS,), -1, tl.int64)
             lost = sampled & (best_r == _NEG_INF)
             if tl.max(lost.to(tl.int32), axis=0) > 0:
                 best_p, group_p = _race_over_p(t_row, lost, x_j, shift_p, norm_p, scale2, seed, offset, j, V,
