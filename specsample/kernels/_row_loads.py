@@ -5,7 +5,10 @@ GEMM just wrote; under `triton.testing.do_bench`, the dirty lines of its 256 MB 
 write-back then competes with our reads. `evict_first` marks our lines as the first to go (PTX
 `L1::evict_first` plus an `L2::evict_first` cache policy; `LDG.E.EF` in SASS). Measured on the H200
 before it became the default (run 33; `.cs` loads do not compile on Triton 3.6): benchmarks/NOTES.md,
-"Streaming loads, do_bench's dirty L2, and the grouped race".
+"Streaming loads, do_bench's dirty L2, and the grouped race". Triton 3.6 (the H200's) drops the L2
+policy from the shared-memory copies of a software-pipelined loop (`tl.range(num_stages > 1)`,
+`cp.async` without `L2::cache_hint`), so the chain's pipelined chunks load without it; plain loads
+in its place measured slower on clean or rotated inputs (benchmarks/NOTES.md, session 14).
 """
 
 import triton
