@@ -9,8 +9,11 @@ claim still comes from the H200.
         --flag CHUNKS_POW2=512 [--maxnreg 96]        # the chain's wide grid at V = 151936 (session 13)
 
 chain: `_chain_kernel`, fp32 p and q, unit vocabulary stride, K = 4, classic drafts. race:
-fast_sample's `_race_chunk_kernel`, fp32 probs, one sample. Compiled with the local Triton (its PTX,
-then the ptxas bundled with Triton); the H200 runs Triton 3.6, so the counts are indicative.
+fast_sample's `_race_chunk_kernel`, fp32 probs, one sample. Compiled with the importable Triton (its
+PTX, then the ptxas bundled with it). The H200 runs Triton 3.6, and versions differ in what matters
+here (session 14: 3.9 keeps the L2 evict-first policy on pipelined copies and compiles the chain's
+wide grid without spills, 3.6 does neither), so compile with 3.6 for figures that should match the
+device: `pip install --target /tmp/t36 triton==3.6.0`, then `PYTHONPATH=/tmp/t36 python ...`.
 """
 
 from __future__ import annotations

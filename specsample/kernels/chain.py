@@ -369,7 +369,8 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
         # half the chunks per program, twice the programs. At V = 151936 the emit's [1, 512] float64
         # tiles take the kernel to 119 registers (offline sm_90), 17 one-warp programs per SM at
         # most, so 2432 programs of 8 chunks took two waves (session 11's sweeps); capped at 96
-        # registers (no spill offline) they fit one, and with 3 pipeline stages of 2 KB per row
+        # registers they fit one (offline: no spill with Triton 3.9, 16-24 bytes outside the loops
+        # with the H200's 3.6, runs 81-82 measured with 3.6), and with 3 pipeline stages of 2 KB per row
         # they fit the shared memory unless both p and q are fp32 (then 2 stages). H200 runs 80-82
         # (benchmarks/NOTES.md, session 13). (128, 8, 128256) (2048 programs) and (16, 4, 128256)
         # (3 chunks per program) were not faster with more programs.
