@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     head = rows[head_at]
     body = [r for r in rows[head_at + 1 :] if len(r) == len(head)]
     col = {name: i for i, name in enumerate(head)}
-    print(f"{len(body)} SASS lines; columns: {head}")
+    print(f"{len(body)} SASS lines, {len(head)} columns")
     samp = next((c for c in head if "Warp Stall Sampling (All" in c), None)
     if samp is None:
         return 0
