@@ -12,7 +12,11 @@ device time of do_bench's L2 flush (flush_us: a 256 MB zero_, event-timed median
 measures device time only while host_us + the flush's own launch stays below flush_us. Two
 do_bench-shaped loops isolate what the flush leaves in L2: zero_flush_us flushes with do_bench's
 zero_ (L2 ends full of dirty lines, whose write-back our reads then pay for) and read_flush_us with
-a read of the same 256 MB (L2 ends clean); both are event-timed medians of 100 calls. One JSON
+a read of the same 256 MB (L2 ends clean); zero_pause_us is zero_flush_us with a 100 µs device-side
+pause (torch.cuda._sleep) between the flush and the start event, so the call is queued before its
+start event fires whatever the host time per call: do_bench's device time without its host-bound
+readings (run 96: the pause leaves the dirty lines' cost unchanged). Each an event-timed median of
+100 calls. One JSON
 line per case is appended to --out. Alternate base / new calls in one device session (base, new,
 base, new) and compare medians: that is the same-run ratio benchmarks/NOTES.md asks for.
 """
@@ -60,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", required=True)
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
     ap.add_argument("--only", default="", help="comma-separated kernel names (default: every case)")
+    ap.add_argument("--case", action="append", default=[], metavar="KERNEL:B:K:V:DTYPE",
+                    help="time these cases instead of the list (repeatable), e.g. chain:1:4:151936:float32")
     args = ap.parse_args(argv)
     sys.path.insert(0, REPO)
     if args.tree:
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     session = BenchSession.create()
     flush_us = _flush_us()
     with open(args.out, "a") as out:
-        for kernel, b, k, v, dtype in CASES:
+        for kernel, b, k, v, dtype in [_parse_case(c) for c in args.case] or CASES:
             if only and kernel not in only:
                 continue
             case = Case(kernel, b, k, v, dtype)
@@ -89,6 +95,15 @@ def main(argv: list[str] | None = None) -> int:
             out.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)
     return 0
+
+
+def _parse_case(text: str) -> tuple:
+    """'chain:1:4:151936:float32' -> ('chain', 1, 4, 151936, 'float32')."""
+    parts = text.split(":")
+    if len(parts) != 5:
+        raise SystemExit(f"--case wants KERNEL:B:K:V:DTYPE, got {text!r}")
+    kernel, b, k, v, dtype = parts
+    return kernel, int(b), int(k), int(v), dtype
 
 
 def _host_us(session, case, provider, calls: int = 200, rounds: int = 5) -> float:
@@ -112,32 +127,54 @@ def _host_us(session, case, provider, calls: int = 200, rounds: int = 5) -> floa
     return statistics.median(per_call)
 
 
-def _flushed_us(session, case, provider, calls: int = 100) -> dict:
-    """Event-timed medians of one call after a 256 MB flush, as do_bench times it, with do_bench's
-    zero_ flush and with a read flush (a sum over the same buffer)."""
-    import statistics
+def sleep_cycles_per_us() -> float:
+    """torch.cuda._sleep's cycles per microsecond on this GPU (event-timed once)."""
+    import torch
 
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1000)
+    start.record()
+    torch.cuda._sleep(2_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    return 2_000_000 / (start.elapsed_time(end) * 1e3)
+
+
+def _flushed_us(session, case, provider, calls: int = 100) -> dict:
+    """Event-timed medians of one call after a 256 MB flush, as do_bench times it: do_bench's zero_
+    flush, a read flush (a sum over the same buffer), and the zero_ flush plus a 100 µs pause."""
     import torch
 
     from benchmarks.inputs import make_inputs
 
     fn = provider.build(case, make_inputs(case, session.device))
     cache = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    flushes = dict(zero_flush_us=cache.zero_, read_flush_us=lambda: cache.sum())
+    pause = int(100 * sleep_cycles_per_us())
+    flushes = dict(zero_flush_us=cache.zero_, read_flush_us=lambda: cache.sum(),
+                   zero_pause_us=lambda: (cache.zero_(), torch.cuda._sleep(pause)))  # fmt: skip
     out = {}
     for name, flush in flushes.items():
         fn()
         torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-        for start, end in zip(starts, ends, strict=True):
-            flush()
-            start.record()
-            fn()
-            end.record()
-        torch.cuda.synchronize()
-        out[name] = statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True))
+        out[name] = timed_after(fn, flush, calls)
     return out
+
+
+def timed_after(call, flush, calls: int) -> float:
+    """Median µs of `call` bracketed by CUDA events, each call preceded by `flush` (outside them)."""
+    import statistics
+
+    import torch
+
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    for start, end in zip(starts, ends, strict=True):
+        flush()
+        start.record()
+        call()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True))
 
 
 def _flush_us(repeats: int = 20) -> float:
