@@ -36,3 +36,13 @@ def test_shares_by_opcode_and_instruction(tmp_path, capsys, compressed):
     assert by_op == {"WARPSYNC.ALL": "60.0%", "LDG.E": "40.0%"}
     top = [ln for ln in lines if ln.strip().startswith("0x")]
     assert len(top) == 2 and "60.0%" in top[0] and "stall_long_sb=58" in top[0] and "30.0%" in top[1]
+
+
+def test_address_ranges(tmp_path, capsys):
+    """--cuts splits the samples at offsets from the first instruction: 0x10 alone, then the rest."""
+    path = tmp_path / "page.csv"
+    path.write_text("\n".join(PAGE) + "\n")
+    assert main([str(path), "--top", "1", "--cuts", "0x10", "--names", "start,loads"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    ranges = {ln.split()[0]: ln.split()[-1] for ln in lines if " from 0x" in ln}
+    assert ranges == {"start": "60.0%", "loads": "40.0%"}

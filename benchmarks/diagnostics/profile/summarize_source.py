@@ -1,6 +1,8 @@
 """Summarise an Nsight Compute source page (`ncu --import R --page source --csv --print-source sass`):
 the warp-stall samples per SASS instruction, by opcode, and the top instructions with their leading
-stall reasons. Usage: python3 summarize_source.py source.csv[.gz] [--top 40]"""
+stall reasons. Usage: python3 summarize_source.py source.csv[.gz] [--top 40]
+[--cuts 0x100,0x740 --names start,loads,rest]: also the share of each address range, the ranges cut at
+offsets from the kernel's first instruction (a phase breakdown: where in the program the warps wait)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--cuts", default="", help="comma-separated hex offsets that start each range after the first")
+    ap.add_argument("--names", default="", help="comma-separated names of the len(cuts) + 1 ranges")
     args = ap.parse_args(argv)
+    cuts = [int(c, 16) for c in args.cuts.split(",") if c]
+    names = [n for n in args.names.split(",") if n] or [f"range{i}" for i in range(len(cuts) + 1)]
+    if len(names) != len(cuts) + 1:
+        ap.error(f"--names needs {len(cuts) + 1} names for {len(cuts)} cuts, got {len(names)}")
     opener = gzip.open if args.csv.endswith(".gz") else open
     with opener(args.csv, "rt", newline="") as f:
         rows = [r for r in csv.reader(f)]
@@ -54,6 +62,14 @@ def main(argv: list[str] | None = None) -> int:
         why = ", ".join(f"{c}={v:.0f}" for v, c in top_reasons if v > 0)
         share = 100 * num(r, samp) / total
         print(f"  {r[col['Address']]:>8s} {share:5.1f}%  {r[col['Source']].strip()[:60]:60s} {why}")
+    if cuts:
+        first = min(int(r[col["Address"]], 16) for r in body)
+        ranges = [0.0] * len(names)
+        for r in body:
+            ranges[sum(int(r[col["Address"]], 16) - first >= c for c in cuts)] += num(r, samp)
+        print("by address range (offsets from the first instruction):")
+        for name, lo, s in zip(names, [0, *cuts], ranges, strict=True):
+            print(f"  {name:28s} from 0x{lo:x} {100 * s / total:5.1f}%")
     return 0
 
 
