@@ -60,12 +60,13 @@ def read_call(x: torch.Tensor, evict_first: bool):
 
 
 def flushes(cache: torch.Tensor) -> dict:
-    pause = sleep_cycles_per_us()
+    """name -> what runs before each timed read (module docstring); `cache` is the 256 MB buffer."""
+    cycles_per_us = sleep_cycles_per_us()
     return {
         "zero": lambda: cache.zero_(),
         "read": lambda: cache.sum(),
-        "zero_pause20": lambda: (cache.zero_(), torch.cuda._sleep(int(20 * pause))),
-        "zero_pause100": lambda: (cache.zero_(), torch.cuda._sleep(int(100 * pause))),
+        "zero_pause20": lambda: (cache.zero_(), torch.cuda._sleep(int(20 * cycles_per_us))),
+        "zero_pause100": lambda: (cache.zero_(), torch.cuda._sleep(int(100 * cycles_per_us))),
         "none": lambda: None,
     }
 
