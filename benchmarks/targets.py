@@ -26,6 +26,20 @@ class Target:
     issue: int
     anchors: dict = field(default_factory=dict, compare=False, hash=False)
 
+    def met_by(self, median_us: float, floor_fraction: float) -> bool:
+        """The issue's criterion: do_bench median within max_us and floor share at least the minimum."""
+        return (self.max_us is None or median_us <= self.max_us) and (
+            self.min_floor_fraction is None or floor_fraction >= self.min_floor_fraction
+        )
+
+    def goal(self) -> str:
+        """The criterion as the tables print it, e.g. '<= 44 us and >= 70% floor'."""
+        parts = (
+            None if self.max_us is None else f"<= {self.max_us:g} us",
+            None if self.min_floor_fraction is None else f">= {self.min_floor_fraction:.0%} floor",
+        )
+        return " and ".join(p for p in parts if p)
+
 
 def _chain(B, K, V, max_us, anchors):
     return Target(Case("chain", B, K, V, "float32"), max_us, None, 4, anchors)
@@ -67,11 +81,7 @@ def evaluate(targets: tuple[Target, ...], records: list[Record]) -> list[TargetR
         same = [r for r in records if r.case == t.case]
         ours = next((r for r in same if r.provider == OURS), None)
         baselines = {r.provider: r.median_us for r in same if r.provider != OURS}
-        meets = None
-        if ours is not None:
-            meets = (t.max_us is None or ours.median_us <= t.max_us) and (
-                t.min_floor_fraction is None or ours.floor_fraction >= t.min_floor_fraction
-            )
+        meets = None if ours is None else t.met_by(ours.median_us, ours.floor_fraction)
         rows.append(TargetRow(t, ours, baselines, meets))
     return rows
 
@@ -91,14 +101,7 @@ def targets_markdown(rows: list[TargetRow]) -> str:
     lines = []
     for row in rows:
         t, c, ours = row.target, row.target.case, row.ours
-        goal = " and ".join(
-            s
-            for s in (
-                None if t.max_us is None else f"<= {t.max_us:g} us",
-                None if t.min_floor_fraction is None else f">= {t.min_floor_fraction:.0%} floor",
-            )
-            if s
-        )
+        goal = t.goal()
         base = ", ".join(
             f"{p} {us:.1f} ({us / ours.median_us:.1f}x)" if ours else f"{p} {us:.1f}"
             for p, us in sorted(row.baselines.items())
