@@ -17,8 +17,9 @@ pause (torch.cuda._sleep) between the flush and the start event, so the call is 
 start event fires while the host needs less than the flush plus the pause (~165 µs) per call:
 do_bench's device time without its host-bound readings (run 96: the pause leaves the dirty lines'
 cost unchanged). Each is an event-timed median of 100 calls. One JSON line per case is appended to
---out; `--case KERNEL:B:K:V:DTYPE` (repeatable) times those shapes instead of the list below. Alternate base / new calls in one device session
-(base, new, base, new) and compare medians: that is the same-run ratio benchmarks/NOTES.md asks for.
+--out; `--case KERNEL:B:K:V:DTYPE` (repeatable) times those shapes instead of the list below.
+Alternate base / new calls in one device session (base, new, base, new) and compare medians: that is
+the same-run ratio benchmarks/NOTES.md asks for.
 """
 
 from __future__ import annotations

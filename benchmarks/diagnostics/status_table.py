@@ -53,7 +53,8 @@ def status_rows(read_floor: list[dict], ours: list[dict]) -> list[dict]:
         floor = floor_us(t.case, bandwidth)
         do_bench, pause = med("median_us"), med("zero_pause_us")
         met = None if do_bench is None else t.met_by(do_bench, floor / do_bench)
-        out.append(dict(issue=t.issue, case=label, target=t.goal(), do_bench=do_bench, zero_pause=pause, graph=med("graph_us"), floor=floor,
+        out.append(dict(issue=t.issue, case=label, target=t.goal(), do_bench=do_bench, zero_pause=pause,
+                        graph=med("graph_us"), floor=floor,
                         share=floor / pause if pause else None, bare_read=min(reads) if reads else None,
                         met=met))  # fmt: skip
     return out
