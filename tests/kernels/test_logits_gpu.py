@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from specsample.kernels.logits import rejection_sample_logits
+from specsample.kernels.logits import launch_config, rejection_sample_logits
 from specsample.reference.logits import rejection_sample_logits_reference
 from specsample.stats import current_test_seed
 from tests.kernels.test_logits_cases import make_batch, row_mismatch
@@ -54,3 +54,26 @@ def test_cuda_graph_replays_follow_new_seeds():
         eager = rejection_sample_logits(**case)
         for name, a, b in zip(eager._fields, captured, eager, strict=True):
             assert torch.equal(a, b), f"replay {step}: {name} differs from eager"
+
+
+@pytest.mark.parametrize("classic", [False, True], ids=["one-hot", "classic"])
+def test_dependent_launches_equal_serialised_launches(classic):
+    """Programmatic dependent launch (the GPU default: the accept and race / pick kernels start before
+    their predecessor ends and wait for it in griddepcontrol.wait) changes no output bit, eagerly and
+    replayed from a CUDA graph, at a shape whose stats pass takes several waves. A read of the
+    statistics before the wait, or a store before it, would show as differing rows."""
+    assert launch_config(64, 5, 151936, logit_bytes=2)["pdl"]
+    case = _cuda(make_batch(current_test_seed(), 64, 4, 151936, classic=classic, dtype="bf16"))
+    serial = rejection_sample_logits(**case, _config={"pdl": False})
+    dependent = rejection_sample_logits(**case)
+    for name, a, b in zip(serial._fields, serial, dependent, strict=True):
+        assert torch.equal(a, b), f"eager: {name} differs with dependent launches"
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = rejection_sample_logits(**case)
+    for step in range(3):
+        case["offsets"].add_(1)
+        graph.replay()
+        serial = rejection_sample_logits(**case, _config={"pdl": False})
+        for name, a, b in zip(serial._fields, serial, captured, strict=True):
+            assert torch.equal(a, b), f"replay {step}: {name} differs from serialised eager launches"
