@@ -37,6 +37,22 @@ def int32_offsets_fit(columns: int, *strides: int) -> bool:
     return columns * max(1, *(abs(s) for s in strides)) < 2**31
 
 
+_PDL = os.environ.get("SPECSAMPLE_PDL", "1")
+if _PDL not in ("0", "1"):
+    raise ValueError(f"SPECSAMPLE_PDL must be '0' or '1', got {_PDL!r}")
+
+
+@functools.cache
+def supports_pdl(device: torch.device) -> bool:
+    """Whether kernels on `device` may use programmatic dependent launch (griddepcontrol and the
+    launch attribute): NVIDIA GPUs of compute capability 9.0 (Hopper) and later, never under the
+    interpreter (on older GPUs the PTX would not assemble), and not with SPECSAMPLE_PDL=0 (read at
+    import: plain stream-ordered launches, e.g. for a profiler or sanitizer that wants them)."""
+    if _PDL == "0" or interpreting() or device.type != "cuda" or torch.version.hip is not None:
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
 def check_device(name: str, t: torch.Tensor) -> None:
     """Raise ValueError when `t` cannot be launched on: CUDA always, CPU only under the interpreter."""
     if t.device.type == "cuda":

@@ -84,7 +84,7 @@ from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import launch_keyed
-from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2, supports_pdl
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import generation, stream_buffer
 from specsample.kernels.gumbel import _cdf_pick
@@ -1310,8 +1310,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         gsum = stream_buffer(device, "logits_gsum", num_rows * num_parts, torch.float32)
     key = (device, stream, generation(), *key[3:])  # the allocations above may have bumped it
     # pdl: the accept and race / pick kernels launched with programmatic stream serialization, each
-    # waiting (griddepcontrol.wait) for its predecessor's results
-    pdl = bool(cfg["pdl"]) and not interpreting()
+    # waiting (griddepcontrol.wait) for its predecessor's results; sm_90 and later only
+    pdl = bool(cfg["pdl"]) and supports_pdl(device)
     later = dict(PDL=True, launch_pdl=True) if pdl else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,

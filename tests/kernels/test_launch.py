@@ -1,0 +1,46 @@
+"""specsample.kernels._launch: which devices get programmatic dependent launch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specsample.kernels import _launch
+
+
+@pytest.fixture
+def fresh_cache():
+    _launch.supports_pdl.cache_clear()
+    yield
+    _launch.supports_pdl.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "capability,expected", [((8, 0), False), ((8, 9), False), ((9, 0), True), ((10, 0), True)]
+)
+def test_pdl_needs_hopper_or_later(monkeypatch, fresh_cache, capability, expected):
+    """griddepcontrol assembles only for sm_90+: an A100 / L4 must get plain launches."""
+    monkeypatch.setattr(_launch, "interpreting", lambda: False)
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    assert _launch.supports_pdl(torch.device("cuda", 0)) is expected
+
+
+def test_no_pdl_under_the_interpreter_on_cpu_or_rocm(monkeypatch, fresh_cache):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(_launch, "interpreting", lambda: True)
+    assert not _launch.supports_pdl(torch.device("cuda", 0))
+    _launch.supports_pdl.cache_clear()
+    monkeypatch.setattr(_launch, "interpreting", lambda: False)
+    assert not _launch.supports_pdl(torch.device("cpu"))
+    monkeypatch.setattr(torch.version, "hip", "6.0")
+    assert not _launch.supports_pdl(torch.device("cuda", 0))
+
+
+def test_pdl_off_by_environment(monkeypatch, fresh_cache):
+    """SPECSAMPLE_PDL=0 turns it off on a Hopper GPU."""
+    monkeypatch.setattr(_launch, "interpreting", lambda: False)
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(_launch, "_PDL", "0")
+    assert not _launch.supports_pdl(torch.device("cuda", 0))
