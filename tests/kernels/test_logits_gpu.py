@@ -61,22 +61,27 @@ def test_cuda_graph_replays_follow_new_seeds():
 def test_dependent_launches_equal_serialised_launches(classic):
     """Programmatic dependent launch (the GPU default: the accept and race / pick kernels start before
     their predecessor ends and wait for it in griddepcontrol.wait) changes no output bit, eagerly and
-    replayed from a CUDA graph, at a shape whose stats pass takes several waves. A read of the
-    statistics before the wait, or a store before it, would show as differing rows."""
+    replayed from a CUDA graph, at a shape whose stats pass takes several waves. Every dependent call
+    follows a call on other logits, so a read of the statistics before the wait would see that call's
+    (stale scratch) and show as differing rows; so would a store before it."""
     if not supports_pdl(torch.device("cuda", torch.cuda.current_device())):
         pytest.skip("no programmatic dependent launch here (it needs sm_90+ and SPECSAMPLE_PDL != 0)")
     assert launch_config(64, 5, 151936, logit_bytes=2)["pdl"]
-    case = _cuda(make_batch(current_test_seed(), 64, 4, 151936, classic=classic, dtype="bf16"))
-    serial = rejection_sample_logits(**case, _config={"pdl": False})
-    dependent = rejection_sample_logits(**case)
-    for name, a, b in zip(serial._fields, serial, dependent, strict=True):
-        assert torch.equal(a, b), f"eager: {name} differs with dependent launches"
+    seed = current_test_seed()
+    cases = [_cuda(make_batch(seed + i, 64, 4, 151936, classic=classic, dtype="bf16")) for i in (0, 1)]
+    serial = [rejection_sample_logits(**case, _config={"pdl": False}) for case in cases]
+    for step in range(4):  # A, B, A, B: each call's scratch holds the other case's statistics
+        dependent = rejection_sample_logits(**cases[step % 2])
+        for name, a, b in zip(dependent._fields, serial[step % 2], dependent, strict=True):
+            assert torch.equal(a, b), f"eager call {step}: {name} differs with dependent launches"
+    live = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in cases[0].items()}
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        captured = rejection_sample_logits(**case)
-    for step in range(3):
-        case["offsets"].add_(1)
+        captured = rejection_sample_logits(**live)
+    for step in range(4):  # A, B, A, B: the eager loop ended on B, and each replay follows the other case
+        for k, v in cases[step % 2].items():
+            if isinstance(v, torch.Tensor):
+                live[k].copy_(v)
         graph.replay()
-        serial = rejection_sample_logits(**case, _config={"pdl": False})
-        for name, a, b in zip(serial._fields, serial, captured, strict=True):
+        for name, a, b in zip(captured._fields, serial[step % 2], captured, strict=True):
             assert torch.equal(a, b), f"replay {step}: {name} differs from serialised eager launches"
