@@ -24,8 +24,8 @@ identical across tensor-parallel ranks given equal seeds.
 Three launches, no host synchronisation, no data-dependent shapes. On the GPU the second and third
 are programmatic dependent launches (`pdl` in launch_config): each may start before its predecessor
 ends, and waits for it in griddepcontrol.wait; the accept kernel loads the draft ids, gathers their
-logits and draws its uniforms before that wait (H200 runs 106-107: 3.4-4.5 µs less per call in
-do_bench's device time, 1.01-1.09x, and 0.9-2 µs less in CUDA graphs; sm_90+ only, _launch.supports_pdl):
+logits and draws its uniforms before that wait (H200 runs 106-107: 3.3-4.7 µs less per call in
+do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ only, _launch.supports_pdl):
 
 1. `_logits_stats_kernel`, grid (row blocks of the B*(K+1) target rows, vocabulary chunks, target /
    draft rows): per chunk the max, first argmax and sum exp((l - max) / T) of the clean target logits,
