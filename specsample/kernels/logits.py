@@ -1188,9 +1188,9 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 # pdl: the accept and race / pick kernels launched with programmatic stream
                 # serialization (module docstring). H200 run 107 (same session, base / at the accept
                 # kernel's start / at its end, twice each; zero_pause µs, do_bench's device time):
-                # one-hot fp32 (64, 4, 151936) 69.7 -> 65.6, bf16 48.4 -> 44.4, (128, 8, 128256)
-                # 166.1 -> 162.1 / 107.1 -> 102.4; classic fp32 (64, 4, 151936) 129.8 -> 126.5, bf16
-                # 87.4 -> 83.9, (128, 8, 128256) 321.6 -> 317.3 / 195.1 -> 191.2. Letting the race
+                # one-hot fp32 (64, 4, 151936) 69.8 -> 65.5, bf16 48.4 -> 44.4, (128, 8, 128256)
+                # 166.1 -> 162.1 / 107.1 -> 102.4; classic fp32 (64, 4, 151936) 129.7 -> 126.4, bf16
+                # 87.4 -> 83.9, (128, 8, 128256) 321.6 -> 317.2 / 195.1 -> 191.2 (means). Letting the race
                 # launch at the accept kernel's start instead placed its ~2000 programs beside the stats
                 # pass's last wave: classic (128, 8, 128256) +0.7 / +2.8 µs of graph time (runs 106-107).
                 "pdl": True,
