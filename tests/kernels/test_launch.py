@@ -9,38 +9,42 @@ from specsample.kernels import _launch
 
 
 @pytest.fixture
-def fresh_cache():
+def gpu(monkeypatch):
+    """A compiled-kernel (not interpreted) CUDA build whose device reports a given capability."""
     _launch.supports_pdl.cache_clear()
-    yield
+    monkeypatch.setattr(_launch, "interpreting", lambda: False)
+    monkeypatch.setattr(torch.version, "hip", None)
+
+    def with_capability(capability):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+        _launch.supports_pdl.cache_clear()
+
+    yield with_capability
     _launch.supports_pdl.cache_clear()
 
 
 @pytest.mark.parametrize(
     "capability,expected", [((8, 0), False), ((8, 9), False), ((9, 0), True), ((10, 0), True)]
 )
-def test_pdl_needs_hopper_or_later(monkeypatch, fresh_cache, capability, expected):
+def test_pdl_needs_hopper_or_later(gpu, capability, expected):
     """griddepcontrol assembles only for sm_90+: an A100 / L4 must get plain launches."""
-    monkeypatch.setattr(_launch, "interpreting", lambda: False)
-    monkeypatch.setattr(torch.version, "hip", None)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    gpu(capability)
     assert _launch.supports_pdl(torch.device("cuda", 0)) is expected
 
 
-def test_no_pdl_under_the_interpreter_on_cpu_or_rocm(monkeypatch, fresh_cache):
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+def test_no_pdl_under_the_interpreter_on_cpu_or_rocm(gpu, monkeypatch):
+    gpu((9, 0))
+    assert not _launch.supports_pdl(torch.device("cpu"))
     monkeypatch.setattr(_launch, "interpreting", lambda: True)
     assert not _launch.supports_pdl(torch.device("cuda", 0))
-    _launch.supports_pdl.cache_clear()
+    gpu((9, 0))  # clears the cache
     monkeypatch.setattr(_launch, "interpreting", lambda: False)
-    assert not _launch.supports_pdl(torch.device("cpu"))
     monkeypatch.setattr(torch.version, "hip", "6.0")
     assert not _launch.supports_pdl(torch.device("cuda", 0))
 
 
-def test_pdl_off_by_environment(monkeypatch, fresh_cache):
+def test_pdl_off_by_environment(gpu, monkeypatch):
     """SPECSAMPLE_PDL=0 turns it off on a Hopper GPU."""
-    monkeypatch.setattr(_launch, "interpreting", lambda: False)
-    monkeypatch.setattr(torch.version, "hip", None)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    gpu((9, 0))
     monkeypatch.setattr(_launch, "_PDL", "0")
     assert not _launch.supports_pdl(torch.device("cuda", 0))

@@ -1,6 +1,7 @@
 """GPU-only checks of `rejection_sample_logits` at production vocabularies: coupling with the float64
-reference (device float32 math, approximate exp/log), and CUDA-graph capture with replays that follow
-new seeds/offsets copied into the captured inputs (the per-request arrival counters must reset)."""
+reference (device float32 math, approximate exp/log), CUDA-graph capture with replays that follow
+new seeds/offsets copied into the captured inputs (the per-request arrival counters must reset), and
+programmatic dependent launches against stream-ordered ones (bit-identical outputs)."""
 
 from __future__ import annotations
 
