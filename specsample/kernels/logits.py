@@ -1070,8 +1070,10 @@ def _logits_pick_kernel(
     PDL: tl.constexpr = False,
 ):  # fmt: skip
     # grid (request blocks), one-hot drafts, in place of the race kernel: _pick_in_groups on what
-    # _accept_block left for each request. (Fusing it into the accept kernel, which has the same
-    # grid, made Triton 3.6 compile for minutes at V = 151936 on the H200, run 49.) PDL: as the race.
+    # _accept_block left for each request. (Fused into the accept kernel, which has the same grid:
+    # with the emit row handed over in registers Triton 3.6 compiles for minutes at V = 151936, runs
+    # 49 and 111; through memory behind a barrier it compiles but gains nothing once this launch is
+    # a dependent one, run 112.) PDL: as the race.
     if PDL:
         gdc_wait()
     req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
@@ -1142,6 +1144,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 "stats_prefetch": False,
                 "race_p_in_merge": logit_bytes <= 2,
                 "pdl": False,  # griddepcontrol is GPU-only
+                "pick_slab_parts": 1024,
             }
         )  # as on the GPU, so bf16 / fp16 tests take it
     else:
@@ -1194,6 +1197,9 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 # launch at the accept kernel's start instead placed its ~2000 programs beside the stats
                 # pass's last wave: classic (128, 8, 128256) +0.7 / +2.8 µs of graph time (runs 106-107).
                 "pdl": True,
+                # pick_slab_parts: the one-hot pick's race steps over slabs of at most this many part
+                # statistics (1024 // parts groups; one slab covers V <= 262144 with 256-token parts)
+                "pick_slab_parts": 1024,
             }
         )
     unknown = set(overrides or {}) - set(cfg)
@@ -1203,6 +1209,9 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     for key in ("stats_block", "race_block"):
         if cfg[key] < 4 or cfg[key] & (cfg[key] - 1):
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])
+    slab_parts = cfg["pick_slab_parts"]
+    if slab_parts < 1 or slab_parts & (slab_parts - 1):
+        _fail(ValueError, "config['pick_slab_parts']", "a power of two >= 1", slab_parts)
     if cfg["race_block"] < GROUP_TOKENS and (cfg["race_block"] < vocab or cfg["race_tiles"] != 1):
         _fail(ValueError, "config['race_block']", f"a multiple of the {GROUP_TOKENS}-token group, or one "
               f"tile covering the row (race_block >= V = {vocab} and race_tiles = 1)",
@@ -1333,7 +1342,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups
         # a row shorter than one group has fewer parts than a group holds (and just one group)
         parts = min(parts, next_pow2(num_parts))
-        slab = min(next_pow2(num_groups), max(1, 1024 // parts))  # groups per step
+        slab = min(next_pow2(num_groups), max(1, cfg["pick_slab_parts"] // parts))  # groups per step
         pick_rows = max(1, min(cfg["race_rows"], _INTERP_TILE_ELEMENTS // (slab * parts)))
         race_meta = dict(K=num_k, BLOCK_ROWS=pick_rows, GB=slab, PARTS=parts,
                          GW=max(4, min(GROUP_TOKENS, next_pow2(vocab))), FAST_LOG=cfg["fast_log"],

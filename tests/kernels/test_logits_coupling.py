@@ -73,6 +73,10 @@ CHUNKINGS = {
     # own chunk's running max), or reads one part per group with one group per stats chunk
     "one-hot-16-parts": (False, dict(_SMALL_STATS)),
     "one-hot-1-part": (False, {"stats_block": 256, "stats_tiles": 1}),
+    # the pick's race over slabs of 1 group (3 steps) or of 2 groups of 16 parts (a full slab, then a
+    # partial one): each slab's part statistics are loaded before the previous slab's arithmetic
+    "one-hot-slabs-of-1": (False, {"stats_block": 256, "stats_tiles": 1, "pick_slab_parts": 1}),
+    "one-hot-slabs-of-2": (False, {**_SMALL_STATS, "pick_slab_parts": 32}),
     # 175 phase-1 chunks of 4 columns: the accept kernel combines them in 3 loads of <= 64 chunks
     "classic-175-chunks": (True, {"stats_block": 4, "stats_tiles": 1}),
     # the stats pass with tile t + 1 loaded before tile t's arithmetic, three tiles per chunk (the
@@ -160,6 +164,9 @@ def test_race_block_must_hold_whole_groups():
             kl.launch_config(4, 3, 37 if bad["race_block"] == 32 else 60, bad)
     with pytest.raises(ValueError, match="256-token group"):
         kl.launch_config(4, 3, 700, {"race_block": 128, "race_tiles": 8})
+    for bad in (0, 3, 48):  # the pick's slab of groups is an arange: a power of two
+        with pytest.raises(ValueError, match="pick_slab_parts"):
+            kl.launch_config(4, 3, 700, {"pick_slab_parts": bad})
 
 
 @pytest.mark.parametrize("classic", [True, False], ids=["classic", "onehot"])
