@@ -74,7 +74,7 @@ CHUNKINGS = {
     "one-hot-16-parts": (False, dict(_SMALL_STATS)),
     "one-hot-1-part": (False, {"stats_block": 256, "stats_tiles": 1}),
     # the pick's race over slabs of 1 group (3 steps) or of 2 groups of 16 parts (a full slab, then a
-    # partial one): each slab's part statistics are loaded before the previous slab's arithmetic
+    # partial one): the best group carried across slabs, each slab's group ids offset by its start
     "one-hot-slabs-of-1": (False, {"stats_block": 256, "stats_tiles": 1, "pick_slab_parts": 1}),
     "one-hot-slabs-of-2": (False, {**_SMALL_STATS, "pick_slab_parts": 32}),
     # 175 phase-1 chunks of 4 columns: the accept kernel combines them in 3 loads of <= 64 chunks
@@ -89,10 +89,11 @@ CHUNKINGS = {
 @pytest.mark.parametrize("chunking", sorted(CHUNKINGS))
 def test_chunking_leaves_tokens_unchanged(chunking):
     """Tile and chunk sizes (phase-1 chunks of 2 x 16 or 4 columns, race chunks of 1 or 2 groups of
-    256, vs one chunk per row; one-hot: the pick's groups from 16 parts or from 1) change no output
-    outside reference-ambiguous rows: the draw's noise is keyed by group id only, chunk winners
-    combine in group order and part statistics combine to the group's mass. n = 1500 requests,
-    K = 2, V = 700 (three groups, the last partial), all edge cases on."""
+    256, vs one chunk per row; one-hot: the pick's groups from 16 parts or from 1, in slabs of 1, 2
+    or all 3 groups) change no output outside reference-ambiguous rows: the draw's noise is keyed
+    by group id only, chunk (and slab) winners combine in group order and part statistics combine
+    to the group's mass. n = 1500 requests, K = 2, V = 700 (three groups, the last partial), all
+    edge cases on."""
     classic, small = CHUNKINGS[chunking]
     seed = current_test_seed()
     case = make_batch(seed, 1500, 2, 700, classic=classic)
@@ -157,7 +158,8 @@ def test_gpu_default_config_is_valid(monkeypatch, vocab):
 
 def test_race_block_must_hold_whole_groups():
     """A race tile narrower than a 256-token group is accepted only when one tile covers the row
-    (groups never straddle chunks); anything else is a ValueError before launch."""
+    (groups never straddle chunks); anything else is a ValueError before launch. So is a pick slab
+    (`pick_slab_parts`) that is not a power of two."""
     assert kl.launch_config(4, 3, 37, {"race_block": 64, "race_tiles": 1})["race_block"] == 64
     for bad in ({"race_block": 32, "race_tiles": 1}, {"race_block": 64, "race_tiles": 2}):
         with pytest.raises(ValueError, match="256-token group"):
