@@ -27,7 +27,8 @@ class Target:
     anchors: dict = field(default_factory=dict, compare=False, hash=False)
 
     def met_by(self, median_us: float, floor_fraction: float) -> bool:
-        """The issue's criterion: do_bench median within max_us and floor share at least the minimum."""
+        """The issue's criterion on one timing (a do_bench or zero_pause median, µs) and the floor's
+        share of it: within max_us and at least the minimum share."""
         return (self.max_us is None or median_us <= self.max_us) and (
             self.min_floor_fraction is None or floor_fraction >= self.min_floor_fraction
         )

@@ -1144,7 +1144,6 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 "stats_prefetch": False,
                 "race_p_in_merge": logit_bytes <= 2,
                 "pdl": False,  # griddepcontrol is GPU-only
-                "pick_slab_parts": 1024,
             }
         )  # as on the GPU, so bf16 / fp16 tests take it
     else:
@@ -1197,11 +1196,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 # launch at the accept kernel's start instead placed its ~2000 programs beside the stats
                 # pass's last wave: classic (128, 8, 128256) +0.7 / +2.8 µs of graph time (runs 106-107).
                 "pdl": True,
-                # pick_slab_parts: the one-hot pick's race steps over slabs of at most this many part
-                # statistics (1024 // parts groups; one slab covers V <= 262144 with 256-token parts)
-                "pick_slab_parts": 1024,
             }
         )
+    # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
+    # part statistics (1024 // parts groups; one slab covers V <= 262144 with 256-token parts)
+    cfg["pick_slab_parts"] = 1024
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
