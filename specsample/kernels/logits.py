@@ -278,7 +278,7 @@ def _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part, p
     # (l - shift) scale, not l scale - shift scale (one FFMA, H200 run 59: 1.02x in bf16): with a tiny
     # T both products overflow and inf - inf is NaN (tests/reliability caught it); l - shift <= 0 does not
     part_sum = tl.sum(tl.exp2((l - shift[:, None, None]) * scale[:, None, None]), axis=2)  # [R, NG]
-    # evict-last, as the chunk statistics (_store_chunk_stats): the pick reads them after the pass
+    # evict-last, as the chunk statistics (_store_chunk_stats, which says why)
     tl.store(gmax_ptr + out_row + part, tl.broadcast_to(new_max[:, None], part_sum.shape), mask=part_ok,
              eviction_policy="evict_last")  # fmt: skip
     tl.store(gsum_ptr + out_row + part, part_sum, mask=part_ok, eviction_policy="evict_last")
@@ -437,15 +437,16 @@ def _stats_block(
 @triton.jit
 def _store_chunk_stats(max_ptr, sum_ptr, arg_ptr, out, row_ok, m, s, arg):
     """The chunk's statistics, stored with the L2 evict-last policy (as every statistic the pass
-    writes): the pass streams its logits through L2 (evict-first loads) and the accept kernel and the
-    pick read these only after the pass: with the normal policy, lines written early in the pass or
-    into an L2 full of dirty lines (do_bench's flush) can be evicted to DRAM before their reader
-    comes, which is what the measurement below suggests happened. H200
-    run 121 (same session, base / evict-last, three rounds each, zero_pause µs): one-hot fp32
-    (64, 4, 151936) 66.1 -> 63.9, (128, 8, 128256) 164.0 -> 159.3; one-hot bf16 44.5 -> 43.8 and
-    104.2 -> 102.1; classic within 1 µs (fp32 (128, 8, 128256) 321.6 -> 320.7); graph time within
-    0.5 µs except one-hot fp32 (64, 4, 151936) 55.4 -> 54.9. (Run 117's stamps had put 3.3 µs of the
-    one-hot (64, 4, 151936) tail in the accept's combine of these statistics.)"""
+    writes). H200 run 121 (same session, base / evict-last, three rounds each, zero_pause µs):
+    one-hot fp32 (64, 4, 151936) 66.1 -> 64.0, (128, 8, 128256) 164.0 -> 159.3; one-hot bf16 44.5 ->
+    43.8 and 104.2 -> 102.1; classic within 1 µs; graph time within 0.6 µs. The gain is in this
+    pass, not in its readers: run 124's stamps against run 116's (the same script, before and after)
+    show the call 0.7-4.6 µs shorter while the tail after the last stats program is unchanged (the
+    pick ends +10.6 / +10.7 µs after it at fp32 (64, 4, 151936); the accept's combine of these
+    statistics still takes 3.3 µs there). A hypothesis, not measured: each line of statistics is
+    written a word at a time by many programs across the pass, and with the normal policy, in an
+    L2 full of dirty lines (do_bench's flush), partly written lines are evicted and written back
+    mid-pass; one-hot programs store ten times as many words (the part statistics) and gain most."""
     tl.store(max_ptr + out, m, mask=row_ok, eviction_policy="evict_last")
     tl.store(sum_ptr + out, s, mask=row_ok, eviction_policy="evict_last")
     tl.store(arg_ptr + out, arg.to(tl.int32), mask=row_ok, eviction_policy="evict_last")
