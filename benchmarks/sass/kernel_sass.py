@@ -58,7 +58,7 @@ LOGITS_PTR_TYPES = dict(x_ptr="*i64", n_ptr="*i64", seed_ptr="*i64", offset_ptr=
                         fallback_ptr="*i1", valid_ptr="*i1", row_i_ptr="*i32")  # fmt: skip
 
 
-def compile_sass(
+def compile_kernel(
     kernel_name: str,
     block_v: int,
     warps: int,
@@ -68,7 +68,8 @@ def compile_sass(
     logits_dtype: str = "fp32",
     maxnreg: int | None = None,
 ):
-    """(ptxas -v output, SASS text) of the kernel for sm_90a (logits kernels: logits of `logits_dtype`)."""
+    """Triton's compiled kernel for sm_90 (its `asm["ptx"]`, no ptxas needed); logits kernels: logits
+    of `logits_dtype`. `flags` overrides constexprs."""
     if kernel_name == "chain":
         fn, ptr_types, divisible = _chain_kernel, PTR_TYPES, DIVISIBLE
         const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
@@ -98,7 +99,21 @@ def compile_sass(
     }
     source = ASTSource(fn, sig, const, attrs=attrs)
     options = dict(num_warps=warps) if maxnreg is None else dict(num_warps=warps, maxnreg=maxnreg)
-    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def compile_sass(
+    kernel_name: str,
+    block_v: int,
+    warps: int,
+    stages: int,
+    tiles: int,
+    flags: dict,
+    logits_dtype: str = "fp32",
+    maxnreg: int | None = None,
+):
+    """(ptxas -v output, SASS text) of compile_kernel's kernel for sm_90a."""
+    kernel = compile_kernel(kernel_name, block_v, warps, stages, tiles, flags, logits_dtype, maxnreg)
     with tempfile.TemporaryDirectory() as tmp:
         ptx, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(ptx, "w") as f:

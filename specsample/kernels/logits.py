@@ -278,10 +278,8 @@ def _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part, p
     # (l - shift) scale, not l scale - shift scale (one FFMA, H200 run 59: 1.02x in bf16): with a tiny
     # T both products overflow and inf - inf is NaN (tests/reliability caught it); l - shift <= 0 does not
     part_sum = tl.sum(tl.exp2((l - shift[:, None, None]) * scale[:, None, None]), axis=2)  # [R, NG]
-    # evict-last, as the chunk statistics (_store_chunk_stats, which says why)
-    tl.store(gmax_ptr + out_row + part, tl.broadcast_to(new_max[:, None], part_sum.shape), mask=part_ok,
-             eviction_policy="evict_last")  # fmt: skip
-    tl.store(gsum_ptr + out_row + part, part_sum, mask=part_ok, eviction_policy="evict_last")
+    _store_statistic(gmax_ptr + out_row + part, tl.broadcast_to(new_max[:, None], part_sum.shape), part_ok)
+    _store_statistic(gsum_ptr + out_row + part, part_sum, part_ok)
     t_sum = t_sum * tl.exp2((t_max - shift) * scale) + tl.sum(part_sum, axis=1)
     return new_max, t_sum, t_arg
 
@@ -426,8 +424,8 @@ def _stats_block(
         d_row = d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)
         d_max, d_sum, _ = _chunk_stats(d_row, sampled & (i < n), first_col, lane, chunk_start, V, sd_v, scale,
                                        False, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
-        tl.store(dmax_ptr + out, d_max, mask=row_ok, eviction_policy="evict_last")  # _store_chunk_stats
-        tl.store(dsum_ptr + out, d_sum, mask=row_ok, eviction_policy="evict_last")
+        _store_statistic(dmax_ptr + out, d_max, row_ok)
+        _store_statistic(dsum_ptr + out, d_sum, row_ok)
     else:  # classic drafts: the target rows
         t_max, t_sum, t_arg = _chunk_stats(t_row, need, first_col, lane, chunk_start, V, st_v, scale,
                                            any_greedy, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
@@ -435,11 +433,12 @@ def _stats_block(
 
 
 @triton.jit
-def _store_chunk_stats(max_ptr, sum_ptr, arg_ptr, out, row_ok, m, s, arg):
-    """The chunk's statistics, stored with the L2 evict-last policy (as every statistic the pass
-    writes). H200 run 121 (same session, base / evict-last, three rounds each, zero_pause µs):
-    one-hot fp32 (64, 4, 151936) 66.1 -> 64.0, (128, 8, 128256) 164.0 -> 159.3; one-hot bf16 44.5 ->
-    43.8 and 104.2 -> 102.1; classic within 1 µs; graph time within 0.6 µs. The gain is in this
+def _store_statistic(ptr, value, mask):
+    """Every statistic the pass writes (chunk and part statistics, target and draft), stored with
+    the L2 evict-last policy (tests/kernels/test_logits_codegen.py keeps it). H200 run 121 (same
+    session, base / evict-last, three rounds each, zero_pause µs): one-hot fp32 (64, 4, 151936)
+    66.1 -> 64.0, (128, 8, 128256) 164.0 -> 159.3; one-hot bf16 44.5 -> 43.8 and 104.2 -> 102.1;
+    classic within 1 µs; graph time within 0.6 µs. The gain is in this
     pass, not in its readers: run 124's stamps against run 116's (the same script, before and after)
     show the call 0.7-4.6 µs shorter while the tail after the last stats program is unchanged (the
     pick ends +10.6 / +10.7 µs after it at fp32 (64, 4, 151936); the accept's combine of these
@@ -447,9 +446,14 @@ def _store_chunk_stats(max_ptr, sum_ptr, arg_ptr, out, row_ok, m, s, arg):
     written a word at a time by many programs across the pass, and with the normal policy, in an
     L2 full of dirty lines (do_bench's flush), partly written lines are evicted and written back
     mid-pass; one-hot programs store ten times as many words (the part statistics) and gain most."""
-    tl.store(max_ptr + out, m, mask=row_ok, eviction_policy="evict_last")
-    tl.store(sum_ptr + out, s, mask=row_ok, eviction_policy="evict_last")
-    tl.store(arg_ptr + out, arg.to(tl.int32), mask=row_ok, eviction_policy="evict_last")
+    tl.store(ptr, value, mask=mask, eviction_policy="evict_last")
+
+
+@triton.jit
+def _store_chunk_stats(max_ptr, sum_ptr, arg_ptr, out, row_ok, m, s, arg):
+    _store_statistic(max_ptr + out, m, row_ok)
+    _store_statistic(sum_ptr + out, s, row_ok)
+    _store_statistic(arg_ptr + out, arg.to(tl.int32), row_ok)
 
 
 @triton.jit

@@ -17,25 +17,16 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# benchmarks/sass/kernel_sass.py compiles our kernels offline (it unsets TRITON_INTERPRET on import);
+# here the stats kernel as the GPU plan launches it at (64, 4, 151936) with fp32 logits: 512 x 8
+# one-warp tiles, 32-bit lane offsets, programmatic dependent launch (kernels/logits.py _plan)
 _STATS_PTX = r"""
-import inspect, json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from specsample.kernels import logits as L
+import json, sys
+sys.path.insert(0, "benchmarks/sass")
+from kernel_sass import compile_kernel
 
-classic = sys.argv[1] == "classic"
-fn = L._logits_stats_kernel
-params = list(inspect.signature(fn.fn).parameters)
-# the GPU launch plan's constexprs at (64, 4, 151936) with fp32 logits (kernels/logits.py _plan)
-const = dict(K=4, HAS_DRAFT_LOGITS=classic, RAGGED=False, BLOCK_ROWS=1, BLOCK_V=512, TILES=8,
-             LANE_I32=True, PREFETCH=False, PDL=True, st_v=1, sd_v=1)
-types = {"n_ptr": "*i64", "targ_ptr": "*i32"}
-sig = {p: "constexpr" if p in const else types.get(p, "*fp32") if p.endswith("_ptr") else "i32"
-       for p in params}
-kernel = triton.compile(ASTSource(fn, sig, const), target=GPUTarget("cuda", 90, 32),
-                        options=dict(num_warps=1))
-print(json.dumps(kernel.asm["ptx"]))
+flags = dict(HAS_DRAFT_LOGITS=int(sys.argv[1] == "classic"), LANE_I32=1, PDL=1)
+print(json.dumps(compile_kernel("logits-stats", 512, 1, 1, 8, flags).asm["ptx"]))
 """
 
 
