@@ -48,7 +48,7 @@ def test_stats_pass_stores_its_statistics_evict_last(drafts):
     """Every global store of the logits statistics pass (target and draft chunk max / sum-exp /
     argmax; with one-hot drafts the part statistics) carries the L2 evict-last policy. H200 run 121
     measured it (same session, three rounds): 0.7-4.7 µs less of do_bench's device time per one-hot
-    call, the pass itself being faster (run 124; kernels/logits.py `_store_chunk_stats`). Fails
+    call, the pass itself being faster (run 124; kernels/logits.py `_store_statistic`). Fails
     when any of those stores loses the policy: the PTX store then has no L2::cache_hint operand, or
     one whose policy is not evict_last."""
     ptx = _stats_pass_ptx(drafts)
