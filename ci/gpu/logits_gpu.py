@@ -71,7 +71,8 @@ SWEEP_NAMES = "classic: default/1024x4/512x16/8w-4096x2; one-hot: default/512x16
 # LOGITS_GPU_SWEEP=p-in-merge: classic drafts' race programs without the race over p (the fallback's),
 # which the last-arriving program runs over row j only where the residual has no mass (session 12)
 NO_PREFETCH = {"stats_prefetch": False}
-P_IN_MERGE = {"race_p_in_merge": True}
+P_IN_MERGE = {"race_p_in_merge": True, "race_screen": False}  # (the screened race has no p race to move)
+STREAMED = {"race_screen": False}  # the classic race reading all of row j (session 19: screened by default)
 NAMED_SWEEPS = {  # name: (classic configs, one-hot configs, names)
     "stages": ([None, NO_PREFETCH, {"stats_prefetch": True}, None],) * 2
     + ("default/no-prefetch/prefetch/default",),
@@ -312,6 +313,8 @@ def main() -> int:
         lambda: coupling(128, 4, 151936, "bf16", True, gen, P_IN_MERGE),
         lambda: coupling(64, 4, 151936, "fp32", True, gen, P_IN_MERGE, fallback=True),
         lambda: coupling(64, 4, 151936, "fp32", True, gen, None, fallback=True),
+        lambda: coupling(64, 4, 151936, "fp32", True, gen, STREAMED),
+        lambda: coupling(128, 8, 128256, "bf16", True, gen, STREAMED, fallback=True),
         lambda: coupling(64, 4, 151936, "bf16", True, gen, None, hostile=True),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, None, hostile=True),
         lambda: coupling(32, 8, 128256, "fp32", True, gen, None, hostile=True),

@@ -38,13 +38,26 @@ do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ on
    emit position j, and writes every output except a sampled row's emitted token, plus row j's
    statistics for the race (once per request, not once per race chunk: H200 run 41).
 3. Classic drafts: `_logits_race_kernel`, grid (request blocks, vocabulary chunks of whole groups):
-   every program (one warp on the GPU, 512-token tiles, the next tile's loads issued before this
-   tile's arithmetic) reads its chunk of row j and of draft row j once: per group the log mass of
-   the residual and of p (the fallback), each against the group's largest log p so that nothing
-   overflows or vanishes at tiny T; then one Philox call per group. It stores its best group of
-   each; the last program to arrive for a request block (an atomic counter) picks the winning
-   group, re-reads its 256 tokens and writes the emitted token. With 16-bit logits
-   (`race_p_in_merge`) the race programs leave out the race over p: the last program runs it,
+   every program (one warp on the GPU, 512-token tiles) races the groups of its chunk of row j:
+   per group the log mass of the residual and of p (the fallback), each against the group's
+   largest log p so that nothing overflows or vanishes at tiny T, and one Philox call per group.
+   It stores its best group of each; the last program to arrive for a request block (an atomic
+   counter) picks the winning group, re-reads its 256 tokens and writes the emitted token.
+   Screened (`race_screen`, the default): the stats pass also stores the target rows' part
+   statistics, which give every group's log P_g without a read, and since r <= p the score
+   log R_g - log E_g is at most log P_g - log E_g. The accept kernel reads, per request, the group
+   of largest bound in each of 4 segments of row j and stores the best score they attain (tau,
+   `_screen_threshold`); a race program reads only tiles (of row j and draft row j) whose bound
+   reaches tau or the best score it has read, its tile of largest bound first (`_screened_race`).
+   What it skips cannot win, so the outputs are those of reading everything
+   (tests/kernels/test_logits_screen.py); p's race takes log P_g from the statistics. H200, same
+   session, two rounds each, zero_pause µs, base = reading everything: run 126 (each program's own
+   reads only) fp32 (64, 4, 151936) 127.1 -> 118.0, (128, 8, 128256) 320.8 -> 302.8, bf16 84.5 ->
+   80.8 and 192.3 -> 189.8; run 129 with tau (4 accept warps) 127.4 -> 115.8, 320.4 -> 292.6,
+   84.8 -> 80.2 and 192.9 -> 184.7; outputs equal to the unscreened race's on every row of 6
+   benchmark batches per case (runs 126, 129). Unscreened, every program reads its whole
+   chunk of row j and draft row j, the next tile's loads issued before this tile's arithmetic, and
+   with 16-bit logits (`race_p_in_merge`) leaves out the race over p: the last program runs it,
    tile by tile over the whole of row j, only for requests whose residual has no mass (the
    fallback; rare, since a rejection means p(x) < q(x) and so p > q somewhere): 20% fewer
    instructions per token in the race pass (H200 run 69: 1.04x on the bf16 calls).
@@ -58,9 +71,10 @@ do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ on
    Terms more than 2^126 below their part's reference flush to zero (a probability below 2^-126
    relative to the row's largest: never the residual's mass, which a rejection keeps >= 2^-25).
 
-Must-read bytes are every target row (plus draft rows) once, plus row j and draft row j of each
-request for classic drafts ((2K+3)/(2K+1) of the floor); one-hot drafts read one extra group of 256
-tokens of row j per request (x_j's) and the winning group again.
+Must-read bytes are every target row (plus draft rows) once. The classic race reads, per request,
+the tiles of row j and draft row j that the screen keeps (all of them, (2K+3)/(2K+1) of the floor,
+unscreened), and the winning group again; one-hot drafts read one extra group of 256 tokens of row
+j per request (x_j's) and the winning group again.
 
 The race pass is a streaming sum: two or three exponentials per token and one Philox call per 256
 tokens. Until session 8 it was a per-token exponential race (one Philox call per four tokens and a
@@ -288,13 +302,14 @@ def _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part, p
 def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V, NP, st_v, gmax_ptr,
                       gsum_ptr, chunk_start, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr,
                       TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
-    """_stats_block's target statistics for one-hot drafts, tile by tile as [R, NG, GW] parts: the
-    chunk's (max, sum-exp, first argmax) [R], and for each part k (columns [k GW, (k+1) GW)) a
-    reference m_k >= its max (the chunk's running max after its tile) and s_k = sum exp((l - m_k) / T)
-    at gmax / gsum[row, k]. Lanes >= V: -inf logits (no mass). The exponentials are the classic
-    path's (one per element against the running max): the parts cost one sum per GW lanes. A chunk
-    inside the row whose rows are all needed (every chunk but a row's last, on the GPU) loads without
-    masks (offline SASS: 278 -> 245 instructions per 512-column tile and warp)."""
+    """_stats_block's target statistics with parts (one-hot drafts; classic with PART_STATS), tile by
+    tile as [R, NG, GW] parts: the chunk's (max, sum-exp, first argmax) [R], and for each part k
+    (columns [k GW, (k+1) GW)) a reference m_k >= its max (the chunk's running max after its tile)
+    and s_k = sum exp((l - m_k) / T) at gmax / gsum[row, k]. Lanes >= V: -inf logits (no mass). The
+    exponentials are the classic path's (one per element against the running max): the parts cost
+    one sum per GW lanes. A chunk inside the row whose rows are all needed (every chunk but a row's
+    last, on the GPU) loads without masks (offline SASS: 278 -> 245 instructions per 512-column tile
+    and warp)."""
     GW: tl.constexpr = _GROUP if BLOCK_V >= _GROUP else BLOCK_V
     NG: tl.constexpr = BLOCK_V // GW
     in_tile = tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]  # [NG, GW]
@@ -374,8 +389,8 @@ def _stats_block(
     targ_ptr,  # [B*(K+1), NC] int32 out: smallest index attaining the chunk max
     dmax_ptr,  # [B*(K+1), NC] fp32 out: draft chunk max (HAS_DRAFT_LOGITS, rows i < K)
     dsum_ptr,  # [B*(K+1), NC] fp32 out: draft chunk sum-exp
-    gmax_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts): each part's reference m_k (>= its max)
-    gsum_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts): the part's sum of exp((l - m_k) / T)
+    gmax_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts, PART_STATS): each part's reference m_k (>= its max)
+    gsum_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts, PART_STATS): the part's sum of exp((l - m_k) / T)
     B, V, NC, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
     K: tl.constexpr,
@@ -386,13 +401,16 @@ def _stats_block(
     TILES: tl.constexpr,
     LANE_I32: tl.constexpr = False,
     PREFETCH: tl.constexpr = False,
+    PART_STATS: tl.constexpr = False,
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
     # l = clean(target) and, for i < n_b on sampled rows, the same for clean(draft).
-    # One-hot drafts: also per part k (tokens [k GW, (k+1) GW), GW = min(256, BLOCK_V))
+    # One-hot drafts, and classic drafts' target rows with PART_STATS: also per part k (tokens
+    # [k GW, (k+1) GW), GW = min(256, BLOCK_V))
     #   m_k = the chunk's running max after k's tile (>= max_v l_v),  s_k = sum_v exp((l_v - m_k) / T),
-    # from which _pick_in_groups gets every group's mass of p without reading the row again.
+    # from which _pick_in_groups gets every group's mass of p without reading the row again, and the
+    # screened race (_screened_race) a bound on every group's residual mass.
     rows = row_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     chunk = chunk.to(tl.int64)
     row_ok = rows < B * (K + 1)
@@ -426,6 +444,11 @@ def _stats_block(
                                        False, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
         _store_statistic(dmax_ptr + out, d_max, row_ok)
         _store_statistic(dsum_ptr + out, d_sum, row_ok)
+    elif PART_STATS:  # classic drafts: the target rows, with part statistics for the screened race
+        t_max, t_sum, t_arg = _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V,
+                                                NP, st_v, gmax_ptr, gsum_ptr, chunk_start, BLOCK_ROWS,
+                                                BLOCK_V, TILES, PREFETCH)  # fmt: skip
+        _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
     else:  # classic drafts: the target rows
         t_max, t_sum, t_arg = _chunk_stats(t_row, need, first_col, lane, chunk_start, V, st_v, scale,
                                            any_greedy, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
@@ -603,6 +626,49 @@ def _row_log2_stats(big_m, log_s):
     return shift, tl.where(log_s == _NEG_INF, 0.0, log_s * _LOG2E)
 
 
+_SCREEN_CANDIDATES: tl.constexpr = tl.constexpr(4)  # groups of row j _screen_threshold reads
+
+
+@triton.jit
+def _screen_threshold(req, t_ptr, d_ptr, gmax_ptr, gsum_ptr, seed, offset, j, use_q, shift_p, norm_p, shift_q,
+                      norm_q, scale2, V, NP, NGR, st_b, st_k, st_v, sd_b, sd_k, sd_v, K: tl.constexpr,
+                      BLOCK_ROWS: tl.constexpr, GB: tl.constexpr, PARTS: tl.constexpr, GW: tl.constexpr,
+                      FAST_LOG: tl.constexpr):  # fmt: skip
+    """tau [R]: the largest residual score log R_g - log E_g among a few groups g of row j, read for
+    it: in each slab of GB groups the group of largest bound log P_g - log E_g (_screened_race) in
+    each of _SCREEN_CANDIDATES segments. Every race program starts its screen from tau, so that
+    tiles whose bound cannot reach what these groups already score are never read (benchmark-like
+    rows at (64, 4, 151936), benchmarks/diagnostics/screen_simulation.py: 1% of the tiles, against
+    25% from each program's own reads alone). -inf where the row has no residual to race (use_q
+    False) or these groups have none."""
+    NS: tl.constexpr = _SCREEN_CANDIDATES if GB >= _SCREEN_CANDIDATES else GB
+    tau = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+    if tl.max(use_q.to(tl.int32), axis=0) > 0:
+        row = (req * (K + 1) + j) * NP
+        t_row = t_ptr + (req * st_b + j * st_k)
+        d_row = d_ptr + (req * sd_b + tl.minimum(j, K - 1) * sd_k)
+        lane = tl.arange(0, GW).to(tl.int64)[None, None, :]
+        for first in range(0, NGR, GB):
+            groups = first + tl.arange(0, GB).to(tl.int64)[None, :] + req[:, None] * 0  # [R, GB]
+            ok = use_q[:, None] & (groups < NGR)
+            mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, ok, NP, shift_p, norm_p, scale2,
+                                          PARTS, FAST_LOG)  # fmt: skip
+            bound = mass_p - _group_log_e(seed, offset, groups, j, FAST_LOG)
+            bound = tl.reshape(bound, (BLOCK_ROWS, NS, GB // NS))
+            seg = tl.reshape(groups, (BLOCK_ROWS, NS, GB // NS))
+            top = tl.max(bound, axis=2)  # [R, NS]
+            cand = tl.min(tl.where(bound == top[:, :, None], seg, 2147483647), axis=2)  # [R, NS]
+            cand = tl.where(top > _NEG_INF, cand, 0)
+            cols = cand[:, :, None] * _GROUP + lane  # [R, NS, GW]
+            live = (use_q[:, None] & (top > _NEG_INF))[:, :, None] & (cols < V)
+            no_x = j * 0 - 1  # (classic drafts: the residual does not depend on x_j)
+            tile_r = _screen_tile(t_row, d_row, cols, live, use_q, no_x, shift_p, norm_p, shift_q, norm_q,
+                                  scale2, st_v, sd_v, FAST_LOG)  # fmt: skip
+            score = tl.where(top > _NEG_INF, tile_r - _group_log_e(seed, offset, cand, j, FAST_LOG), _NEG_INF)
+            tau = tl.maximum(tau, tl.max(score, axis=1))
+    return tau
+
+
 @triton.jit
 def _accept_block(
     req_block,  # this program's requests are req_block * BLOCK_ROWS + [0, BLOCK_ROWS)
@@ -614,13 +680,16 @@ def _accept_block(
     seed_ptr,  # [B] int64
     offset_ptr,  # [B] int64
     tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr,  # [B*(K+1), NC1] phase-1 statistics
-    row_f_ptr,  # [B, 5] fp32 out: shift_p, norm_p, shift_q, norm_q, scale2 of row j (_log2_prob)
+    row_f_ptr,  # [B, 6] fp32 out: shift_p, norm_p, shift_q, norm_q, scale2 of row j (_log2_prob), tau
     row_i_ptr,  # [B, 3] int32 out: j, x_j (-1 unless rejected), flags (1 sampled, 2 use_q, 4 rejected)
     tokens_ptr,  # [B, K+1] int32 out, contiguous (sampled rows: -1 at j until the race writes it)
     num_accepted_ptr,  # [B] int32 out
     fallback_ptr,  # [B] bool out (sampled rows: written again by the race or the pick)
     valid_ptr,  # [B] bool out (sampled rows: written again by the race or the pick)
-    B, V, NC1,
+    gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (SCREEN)
+    gsum_ptr,  # [B*(K+1), NP] fp32 part sums (SCREEN)
+    B, V, NC1, NP,
+    NGR,  # groups of the residual draw per row
     st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
     K: tl.constexpr,
     KP: tl.constexpr,
@@ -629,6 +698,11 @@ def _accept_block(
     BLOCK_ROWS: tl.constexpr,
     NCB: tl.constexpr,
     PDL: tl.constexpr = False,
+    SCREEN: tl.constexpr = False,
+    GB: tl.constexpr = 1,
+    PARTS: tl.constexpr = 1,
+    GW: tl.constexpr = 256,
+    FAST_LOG: tl.constexpr = False,
 ):  # fmt: skip
     # log p_i(v) = (l_iv - M_i) / T - log S_i   (log q_i likewise from the draft statistics)
     # accept x_i (i < n, 0 <= x_i < V):  classic  d_i(x_i) finite and m_i < p_i(x_i) / q_i(x_i)
@@ -689,11 +763,11 @@ def _accept_block(
         use_q = sampled & False
     shift_p, norm_p = _row_log2_stats(m_j, log_s_j)
     shift_q, norm_q = _row_log2_stats(m_dj, log_sd_j)
-    tl.store(row_f_ptr + req * 5, shift_p, mask=req_ok)
-    tl.store(row_f_ptr + req * 5 + 1, norm_p, mask=req_ok)
-    tl.store(row_f_ptr + req * 5 + 2, shift_q, mask=req_ok)
-    tl.store(row_f_ptr + req * 5 + 3, norm_q, mask=req_ok)
-    tl.store(row_f_ptr + req * 5 + 4, inv_t * _LOG2E, mask=req_ok)
+    tl.store(row_f_ptr + req * 6, shift_p, mask=req_ok)
+    tl.store(row_f_ptr + req * 6 + 1, norm_p, mask=req_ok)
+    tl.store(row_f_ptr + req * 6 + 2, shift_q, mask=req_ok)
+    tl.store(row_f_ptr + req * 6 + 3, norm_q, mask=req_ok)
+    tl.store(row_f_ptr + req * 6 + 4, inv_t * _LOG2E, mask=req_ok)
     flags = sampled.to(tl.int32) + 2 * use_q.to(tl.int32) + 4 * rejected.to(tl.int32)
     tl.store(row_i_ptr + req * 3, j.to(tl.int32), mask=req_ok)
     tl.store(row_i_ptr + req * 3 + 1, x_j.to(tl.int32), mask=req_ok)
@@ -709,6 +783,19 @@ def _accept_block(
     tl.store(num_accepted_ptr + req, a.to(tl.int32), mask=req_ok)
     tl.store(fallback_ptr + req, sampled & False, mask=req_ok)
     tl.store(valid_ptr + req, token >= 0, mask=req_ok)
+    if SCREEN:  # the race's screening threshold: a score some group of row j attains (or -inf)
+        # row j's values read back from what this program stored above (a CTA barrier makes the stores
+        # visible): values reduced over [R, KP] lend their layout to the [R, GB] slabs, and Triton 3.6
+        # then computed every group in every thread (68k PTX lines against 3.4k, offline)
+        tl.debug_barrier()
+        seed_j, offset_j, j_, _, _, use_q_j, _, shift_pj, norm_pj, shift_qj, norm_qj, scale2_j = _emit_row(
+            req, req_ok, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr, ss_b, so_b)  # fmt: skip
+        tau = _screen_threshold(req, t_ptr, d_ptr, gmax_ptr, gsum_ptr, seed_j, offset_j, j_, use_q_j,
+                                shift_pj, norm_pj, shift_qj, norm_qj, scale2_j, V, NP, NGR, st_b, st_k, st_v,
+                                sd_b, sd_k, sd_v, K, BLOCK_ROWS, GB, PARTS, GW, FAST_LOG)  # fmt: skip
+    else:
+        tau = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+    tl.store(row_f_ptr + req * 6 + 5, tau, mask=req_ok)
 
 
 @triton.jit
@@ -763,15 +850,38 @@ def _emit_row(req, req_ok, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr, ss_b, so_
     j = tl.load(row_i_ptr + req * 3, mask=req_ok, other=0).to(tl.int64)
     x_j = tl.load(row_i_ptr + req * 3 + 1, mask=req_ok, other=-1).to(tl.int64)
     flags = tl.load(row_i_ptr + req * 3 + 2, mask=req_ok, other=0)
-    shift_p = tl.load(row_f_ptr + req * 5, mask=req_ok, other=0.0)
-    norm_p = tl.load(row_f_ptr + req * 5 + 1, mask=req_ok, other=0.0)
-    shift_q = tl.load(row_f_ptr + req * 5 + 2, mask=req_ok, other=0.0)
-    norm_q = tl.load(row_f_ptr + req * 5 + 3, mask=req_ok, other=0.0)
-    scale2 = tl.load(row_f_ptr + req * 5 + 4, mask=req_ok, other=1.0)
+    shift_p = tl.load(row_f_ptr + req * 6, mask=req_ok, other=0.0)
+    norm_p = tl.load(row_f_ptr + req * 6 + 1, mask=req_ok, other=0.0)
+    shift_q = tl.load(row_f_ptr + req * 6 + 2, mask=req_ok, other=0.0)
+    norm_q = tl.load(row_f_ptr + req * 6 + 3, mask=req_ok, other=0.0)
+    scale2 = tl.load(row_f_ptr + req * 6 + 4, mask=req_ok, other=1.0)
     sampled = (flags & 1) != 0
     use_q = (flags & 2) != 0
     rejected = (flags & 4) != 0
     return seed, offset, j, x_j, sampled, use_q, rejected, shift_p, norm_p, shift_q, norm_q, scale2
+
+
+@triton.jit
+def _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, ok, NP, shift_p, norm_p, scale2,
+                         PARTS: tl.constexpr, FAST_LOG: tl.constexpr):  # fmt: skip
+    """log P_g [R, S] of the groups `groups` [R, S] of the rows at offsets `row` [R] (row * NP) of the
+    part statistics gmax / gsum (_stats_block: part k has a reference m_k >= its max and
+    s_k = sum exp((l - m_k) / T); PARTS parts per group), where `ok` [R, S] (-inf elsewhere):
+      log P_g = (m_g - M) / T - log S + log sum_k s_k exp((m_k - m_g) / T),   m_g = max_k m_k
+    (shift_p = M, norm_p = log2 S, scale2 = log2(e) / T, all [R]). -inf for a group without mass."""
+    part = groups[:, :, None] * PARTS + tl.arange(0, PARTS)[None, None, :]  # [R, S, PARTS]
+    part_ok = ok[:, :, None] & (part < NP)
+    m_k = tl.load(gmax_ptr + row[:, None, None] + part, mask=part_ok, other=float("-inf"))
+    s_k = tl.load(gsum_ptr + row[:, None, None] + part, mask=part_ok, other=0.0)
+    m_g = tl.max(m_k, axis=2)  # [R, S]
+    top = tl.where(m_g == _NEG_INF, 0.0, m_g)
+    if PARTS == 1:
+        s_g = tl.sum(s_k, axis=2)
+    else:
+        s_g = tl.sum(s_k * tl.exp2((m_k - top[:, :, None]) * scale2[:, None, None]), axis=2)
+    shift2 = (top - shift_p[:, None]) * scale2[:, None] - norm_p[:, None]  # log2 p at the group max
+    log_s = _ln(tl.where(s_g > 0.0, s_g, 1.0), FAST_LOG)
+    return tl.where(s_g > 0.0, shift2 * _LN2 + log_s, _NEG_INF)
 
 
 @triton.jit
@@ -805,19 +915,8 @@ def _pick_in_groups(req, req_ok, t_ptr, seed, offset, j, x_j, sampled, rejected,
         row = (req * (K + 1) + j) * NP
         for first in range(0, NG, GB):
             groups = first + tl.arange(0, GB).to(tl.int64)[None, :] + req[:, None] * 0  # [R, GB]
-            part = groups[:, :, None] * PARTS + tl.arange(0, PARTS)[None, None, :]  # [R, GB, PARTS]
-            part_ok = sampled[:, None, None] & (part < NP)
-            m_k = tl.load(gmax_ptr + row[:, None, None] + part, mask=part_ok, other=float("-inf"))
-            s_k = tl.load(gsum_ptr + row[:, None, None] + part, mask=part_ok, other=0.0)
-            m_g = tl.max(m_k, axis=2)  # [R, GB]
-            top = tl.where(m_g == _NEG_INF, 0.0, m_g)
-            if PARTS == 1:
-                s_g = tl.sum(s_k, axis=2)
-            else:
-                s_g = tl.sum(s_k * tl.exp2((m_k - top[:, :, None]) * scale2[:, None, None]), axis=2)
-            shift2 = (top - shift_p[:, None]) * scale2[:, None] - norm_p[:, None]  # log2 p at the group max
-            log_s = _ln(tl.where(s_g > 0.0, s_g, 1.0), FAST_LOG)
-            mass_p = tl.where(s_g > 0.0, shift2 * _LN2 + log_s, _NEG_INF)
+            mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, sampled[:, None], NP, shift_p,
+                                          norm_p, scale2, PARTS, FAST_LOG)  # fmt: skip
             mass_r = tl.where(groups == x_group[:, None], mass_x[:, None], mass_p)
             log_e = _group_log_e(seed, offset, groups, j, FAST_LOG)
             s_r, i_r = _best_slot(mass_r - log_e, groups)
@@ -875,6 +974,87 @@ def _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, slot, NCB2: tl.const
     return best, group
 
 
+# The screened race (_screened_race). A part statistic is a float32 sum of exp2 terms, which flush
+# to zero below 2^-126 (2^-149 where not flushed) relative to the part's reference m_k <= the row's
+# max, so a group's computed P_g may miss up to 256 * 2^-126 = 2^-118 of mass. Where the computed
+# log P_g is above ln(2^-118) + 8, that is below e^-8 = 3.4e-4 of it; elsewhere P_g <= 2 e^(ln 2^-118 + 8).
+_FLUSH_LOG_P: tl.constexpr = tl.constexpr(-118 * 0.6931471805599453 + 8.0)
+_FLUSH_BOUND: tl.constexpr = tl.constexpr(-118 * 0.6931471805599453 + 8.0 + 0.6931471805599453)
+# Added to every bound: the 3.4e-4 above plus float32 rounding and the approximate exp2 / log2 of both
+# computations (~1e-5 in ln units for log masses in [-80, 0]): a factor 1.001 on the mass.
+_SCREEN_SLACK: tl.constexpr = tl.constexpr(2.0**-10)
+
+
+@triton.jit
+def _screen_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q, norm_q, scale2, st_v, sd_v,
+                 FAST_LOG: tl.constexpr):  # fmt: skip
+    """log R_g [R, S] of the residual on the groups cols [R or 1, S, GW] of row j (the tokens `live`
+    only, the others -inf without a load)."""
+    l, dl = _group_load(t_row[:, None, None], d_row[:, None, None], cols, live, use_q[:, None, None], st_v,
+                        sd_v, True)  # fmt: skip
+    lp, lq, res = _group_logs(l, dl, cols, x_j[:, None, None], shift_p[:, None, None], norm_p[:, None, None],
+                              shift_q[:, None, None], norm_q[:, None, None], scale2[:, None, None],
+                              True)  # fmt: skip
+    return _group_log_mass(lp, lq, res, True, True, FAST_LOG, 2)
+
+
+@triton.jit
+def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j, x_j, sampled, use_q, tau,
+                   shift_p, norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K: tl.constexpr,
+                   BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr, GW: tl.constexpr,
+                   TILES_P2: tl.constexpr, PARTS: tl.constexpr, FAST_LOG: tl.constexpr):  # fmt: skip
+    # Classic drafts, the race of one chunk of row j without reading what cannot win. Since
+    # r = max(0, p - q) <= p, every group's score obeys
+    #   log R_g - log E_g <= log P_g - log E_g =: bound_g,
+    # and log P_g comes from the part statistics of row j (_part_group_log_mass), which the stats
+    # pass stored, so the bound costs no read of the row. The program reads its tile of largest
+    # bound first, then only tiles holding a group whose bound (+ slack) reaches the best score read
+    # so far or tau, a score that a group of row j attains (_screen_threshold, computed by the
+    # accept kernel; that group's own tile is read, its bound being above its score). A skipped
+    # group's score is below one of those, so the winner and every output are the unscreened race's.
+    # p's race (the fallback) and a bonus row's race (r = p) take log P_g itself.
+    # Returns the chunk's (best residual score, its group, best score over p, its group) [R], ties
+    # to the smallest group as _best_slot.
+    NG: tl.constexpr = BLOCK_V // GW
+    S: tl.constexpr = TILES_P2 * NG
+    slot = tl.arange(0, S)
+    groups = chunk * (TILES * NG) + slot.to(tl.int64)[None, :] + req[:, None] * 0  # [R, S]
+    exists = sampled[:, None] & ((slot // NG) < TILES)[None, :] & (groups * _GROUP < V)
+    row = (req * (K + 1) + j) * NP
+    mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, exists, NP, shift_p, norm_p, scale2,
+                                  PARTS, FAST_LOG)  # fmt: skip
+    log_e = _group_log_e(seed, offset, groups, j, FAST_LOG)
+    best_p, group_p = _best_slot(mass_p - log_e, groups)
+    bound = tl.where(mass_p > _FLUSH_LOG_P, mass_p, _FLUSH_BOUND) - log_e + _SCREEN_SLACK
+    bound = tl.where(exists & use_q[:, None], bound, _NEG_INF)
+    tile_bound = tl.max(tl.reshape(bound, (BLOCK_ROWS, TILES_P2, NG)), axis=2)  # [R, TILES_P2]
+    tile_ids = tl.arange(0, TILES_P2)[None, :]
+    in_group = tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]  # [NG, GW]
+    best = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+    group = tl.full((BLOCK_ROWS,), -1, tl.int64)
+    lead = tl.argmax(tl.max(tile_bound, axis=0), axis=0)  # the block's tile of largest bound
+    for step in range(TILES + 1):  # step 0 reads the lead tile, step s > 0 tile s - 1 (not the lead)
+        t = tl.where(step == 0, lead, step - 1)
+        tb = tl.max(tl.where(tile_ids == t, tile_bound, _NEG_INF), axis=1)  # [R]
+        want = (tb > _NEG_INF) & (tb >= tl.maximum(best, tau)) & ((step == 0) | (t != lead))
+        if tl.max(want.to(tl.int32), axis=0) > 0:  # uniform on the GPU (one row per program)
+            cols = ((chunk * TILES + t) * BLOCK_V + in_group.to(tl.int64))[None, :, :]  # [1, NG, GW]
+            live = want[:, None, None] & (cols < V)
+            tile_r = _screen_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q, norm_q,
+                                  scale2, st_v, sd_v, FAST_LOG)  # fmt: skip
+            tile_g = (chunk * TILES + t) * NG + tl.arange(0, NG).to(tl.int64)[None, :] + req[:, None] * 0
+            log_e_t = _group_log_e(seed, offset, tile_g, j, FAST_LOG)
+            score = tl.where(want[:, None], tile_r - log_e_t, _NEG_INF)
+            top, at = _best_slot(score, tile_g)
+            # tiles are read out of group order: among equal scores the smaller group wins
+            wins = (top > best) | ((top == best) & (top > _NEG_INF) & (at < group))
+            best = tl.where(wins, top, best)
+            group = tl.where(wins, at, group)
+    best_r = tl.where(use_q, best, best_p)
+    group_r = tl.where(use_q, group, group_p)
+    return best_r, group_r, best_p, group_p
+
+
 @triton.jit
 def _race_block(
     req_block,  # this program's requests are req_block * BLOCK_ROWS + [0, BLOCK_ROWS)
@@ -883,7 +1063,7 @@ def _race_block(
     d_ptr,  # [B, K, V] draft logits, strides (sd_b, sd_k, sd_v)
     seed_ptr,  # [B] int64
     offset_ptr,  # [B] int64
-    row_f_ptr,  # [B, 5] fp32 from _accept_block
+    row_f_ptr,  # [B, 6] fp32 from _accept_block
     row_i_ptr,  # [B, 3] int32 from _accept_block
     best_ptr,  # [B, NC2, 2] fp32 scratch: chunk winner scores (residual race, race over p)
     best_idx_ptr,  # [B, NC2, 2] int32 scratch: chunk winner groups
@@ -891,7 +1071,9 @@ def _race_block(
     tokens_ptr,  # [B, K+1] int32 out, contiguous: the sampled rows' emitted token at j
     fallback_ptr,  # [B] bool out (sampled rows)
     valid_ptr,  # [B] bool out (sampled rows)
-    B, V, NC2,
+    gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (SCREEN)
+    gsum_ptr,  # [B*(K+1), NP] fp32 part sums (SCREEN)
+    B, V, NC2, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
     K: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
@@ -902,6 +1084,8 @@ def _race_block(
     FAST_LOG: tl.constexpr = False,
     P_IN_MERGE: tl.constexpr = False,
     NCB2: tl.constexpr = 1,
+    SCREEN: tl.constexpr = False,
+    PARTS: tl.constexpr = 1,
 ):  # fmt: skip
     # Classic drafts (one-hot drafts take _pick_in_groups): r_v = p_v - q_v where p_v > q_v,
     # p_v on the bonus row j = n; no residual mass: r = p (fallback).  Groups g of 256 tokens:
@@ -917,6 +1101,38 @@ def _race_block(
     # -- grouped race on this chunk of row j: every group's log mass into a slot, then the noise ---
     t_row = t_ptr + (req * st_b + j * st_k)  # [R] row j of each request
     d_row = d_ptr + (req * sd_b + tl.minimum(j, K - 1) * sd_k)
+    if SCREEN:
+        best_r, group_r, best_p, group_p = _screened_race(
+            req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j, x_j, sampled, use_q,
+            tl.load(row_f_ptr + req * 6 + 5, mask=req_ok, other=float("-inf")), shift_p,
+            norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2,
+            PARTS, FAST_LOG)  # fmt: skip
+    else:
+        mass_r, mass_p, log_e, zs = _streamed_masses(req, chunk, t_row, d_row, seed, offset, j, x_j, sampled,
+                                                     use_q, shift_p, norm_p, shift_q, norm_q, scale2, V, st_v,
+                                                     sd_v, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG,
+                                                     P_IN_MERGE)  # fmt: skip
+        best_r, group_r = _best_slot(mass_r - log_e, zs)
+        best_p, group_p = _best_slot(mass_p - log_e, zs)  # unused with P_IN_MERGE
+    part = (req * NC2 + chunk) * 2
+    tl.store(best_ptr + part, best_r, mask=req_ok)
+    tl.store(best_idx_ptr + part, group_r.to(tl.int32), mask=req_ok)
+    if not P_IN_MERGE:
+        tl.store(best_ptr + part + 1, best_p, mask=req_ok)
+        tl.store(best_idx_ptr + part + 1, group_p.to(tl.int32), mask=req_ok)
+    _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected, use_q, t_row, d_row, shift_p,
+                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr,
+                fallback_ptr, valid_ptr, V, NC2, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V, GW, FAST_LOG, P_IN_MERGE,
+                NCB2)  # fmt: skip
+
+
+@triton.jit
+def _streamed_masses(req, chunk, t_row, d_row, seed, offset, j, x_j, sampled, use_q, shift_p, norm_p, shift_q,
+                     norm_q, scale2, V, st_v, sd_v, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr,
+                     TILES: tl.constexpr, GW: tl.constexpr, TILES_P2: tl.constexpr, FAST_LOG: tl.constexpr,
+                     P_IN_MERGE: tl.constexpr):  # fmt: skip
+    """_race_block's masses (log R_g, log P_g unless P_IN_MERGE, log E_g, g) [R, TILES_P2 * NG] from
+    one read of the whole chunk of row j (and of draft row j where it is used)."""
     NG: tl.constexpr = BLOCK_V // GW  # groups per tile (GW = 256, or one tile < 256 covering V)
     in_group = tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]  # [NG, GW]
     # group (chunk * TILES + t) * NG + k sits in slot [t, k] (t < TILES_P2; t >= TILES: no mass)
@@ -954,16 +1170,17 @@ def _race_block(
     groups = chunk * (TILES * NG) + tl.arange(0, TILES_P2 * NG).to(tl.int64)[None, :]  # [1, S]
     zs = groups + req[:, None] * 0  # [R, S]
     log_e = _group_log_e(seed, offset, zs, j, FAST_LOG)
-    best_r, group_r = _best_slot(mass_r - log_e, zs)
-    part = (req * NC2 + chunk) * 2
-    tl.store(best_ptr + part, best_r, mask=req_ok)
-    tl.store(best_idx_ptr + part, group_r.to(tl.int32), mask=req_ok)
-    if not P_IN_MERGE:
-        best_p, group_p = _best_slot(mass_p - log_e, zs)
-        tl.store(best_ptr + part + 1, best_p, mask=req_ok)
-        tl.store(best_idx_ptr + part + 1, group_p.to(tl.int32), mask=req_ok)
+    return mass_r, mass_p, log_e, zs
 
-    # -- the last program to arrive for this request block writes the outputs ----------------
+
+@triton.jit
+def _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected, use_q, t_row, d_row, shift_p,
+                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr,
+                fallback_ptr, valid_ptr, V, NC2, st_v, sd_v, K: tl.constexpr, BLOCK_ROWS: tl.constexpr,
+                BLOCK_V: tl.constexpr, GW: tl.constexpr, FAST_LOG: tl.constexpr, P_IN_MERGE: tl.constexpr,
+                NCB2: tl.constexpr):  # fmt: skip
+    """After a race program stored its chunk's candidates: the last program to arrive for the
+    request block merges every chunk's, draws the token and writes the outputs."""
     arrived = tl.atomic_add(arrivals_ptr + req_block, 1, sem="acq_rel")
     if arrived == NC2 - 1:
         best_r, group_r = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 0, NCB2)
@@ -997,6 +1214,7 @@ def _logits_stats_kernel(
     LANE_I32: tl.constexpr,
     PREFETCH: tl.constexpr = False,
     PDL: tl.constexpr = False,
+    PART_STATS: tl.constexpr = False,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows. PDL: the accept kernel (launched with
@@ -1006,15 +1224,16 @@ def _logits_stats_kernel(
     _stats_block(tl.program_id(0), tl.program_id(1), tl.program_id(2) > 0, t_ptr, d_ptr, temp_ptr, n_ptr,
                  tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, B, V, NC, NP,
                  st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
-                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH)  # fmt: skip
+                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH,
+                 PART_STATS)  # fmt: skip
 
 
 @triton.jit
 def _logits_accept_kernel(
     t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,  # see _accept_block
     tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, row_f_ptr, row_i_ptr,
-    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-    B, V, NC1,
+    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
+    B, V, NC1, NP, NGR,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
     K: tl.constexpr,
     KP: tl.constexpr,
@@ -1023,6 +1242,11 @@ def _logits_accept_kernel(
     BLOCK_ROWS: tl.constexpr,
     NCB: tl.constexpr,
     PDL: tl.constexpr = False,
+    SCREEN: tl.constexpr = False,
+    GB: tl.constexpr = 1,
+    PARTS: tl.constexpr = 1,
+    GW: tl.constexpr = 256,
+    FAST_LOG: tl.constexpr = False,
 ):  # fmt: skip
     # grid (request blocks): one _accept_block each. PDL: launched while the stats kernel runs, it
     # reads only the call's inputs until gdc_wait (inside _accept_block) returns; the race / pick
@@ -1030,9 +1254,11 @@ def _logits_accept_kernel(
     # classic race's ~2000 programs would then be placed beside the stats pass's last wave).
     _accept_block(tl.program_id(0), t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,
                   tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, row_f_ptr, row_i_ptr,
-                  tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, B, V, NC1,
+                  tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
+                  B, V, NC1, NP, NGR,
                   st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
-                  K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, NCB, PDL)  # fmt: skip
+                  K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, NCB, PDL, SCREEN, GB, PARTS, GW,
+                  FAST_LOG)  # fmt: skip
     if PDL:
         gdc_launch_dependents()
 
@@ -1040,8 +1266,8 @@ def _logits_accept_kernel(
 @triton.jit
 def _logits_race_kernel(
     t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr,  # see _race_block
-    best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr,
-    B, V, NC2,
+    best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
+    B, V, NC2, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
     K: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
@@ -1053,6 +1279,8 @@ def _logits_race_kernel(
     P_IN_MERGE: tl.constexpr = False,
     NCB2: tl.constexpr = 1,
     PDL: tl.constexpr = False,
+    SCREEN: tl.constexpr = False,
+    PARTS: tl.constexpr = 1,
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each. PDL: launched
     # while the accept kernel runs; everything here depends on it.
@@ -1060,8 +1288,9 @@ def _logits_race_kernel(
         gdc_wait()
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr,
                 row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr,
-                B, V, NC2, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
-                K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG, P_IN_MERGE, NCB2)  # fmt: skip
+                gmax_ptr, gsum_ptr, B, V, NC2, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
+                K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG, P_IN_MERGE, NCB2, SCREEN,
+                PARTS)  # fmt: skip
 
 
 @triton.jit
@@ -1069,7 +1298,7 @@ def _logits_pick_kernel(
     t_ptr,  # [B, K+1, V] target logits, strides (st_b, st_k, st_v)
     seed_ptr,  # [B] int64
     offset_ptr,  # [B] int64
-    row_f_ptr,  # [B, 5] fp32 from _accept_block
+    row_f_ptr,  # [B, 6] fp32 from _accept_block
     row_i_ptr,  # [B, 3] int32 from _accept_block
     gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (one-hot drafts)
     gsum_ptr,  # [B*(K+1), NP] fp32 part sums
@@ -1184,7 +1413,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
             "stats_block": stats_block, "stats_tiles": max(1, min(stats_tiles, cdiv(vocab, stats_block))),
             "race_block": race_block, "race_tiles": _race_tiles(batch, vocab, race_block),
             "stats_rows": 1, "race_rows": 1, "stats_warps": 1, "race_warps": 1,
-            "accept_warps": 1, "pick_warps": 4,
+            "accept_warps": None, "pick_warps": 4,
         }  # fmt: skip
         # fast_log (the hardware log2 in the race pass; H200 run 14 measured the per-token race
         # 1.12-1.21x faster with it, coupling unchanged).
@@ -1218,6 +1447,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
     # part statistics (1024 // parts groups; one slab covers V <= 262144 with 256-token parts)
     cfg["pick_slab_parts"] = 1024
+    # race_screen (both paths, classic drafts): the stats pass also stores the target rows' part
+    # statistics, the accept kernel reads a few groups of row j for a threshold (_screen_threshold),
+    # and each race program reads only the tiles of row j that hold a group whose bound
+    # log P_g - log E_g can still win (_screened_race); race_p_in_merge then has no effect
+    cfg["race_screen"] = True
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -1306,10 +1540,28 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     nc1 = cdiv(vocab, cfg["stats_block"] * cfg["stats_tiles"])
     nc2 = cdiv(vocab, cfg["race_block"] * cfg["race_tiles"])
     num_rows = batch * k_plus_1
-    part_width = min(GROUP_TOKENS, cfg["stats_block"])  # the stats pass's parts (one-hot drafts)
-    parts = GROUP_TOKENS // part_width  # parts per group of the residual draw
+    part_width = min(GROUP_TOKENS, cfg["stats_block"])  # the stats pass's parts (one-hot, screened race)
+    # parts per group of the residual draw (a row shorter than one group has fewer parts than a group
+    # holds, and just one group)
+    parts = min(GROUP_TOKENS // part_width, next_pow2(cdiv(vocab, part_width)))
     num_groups = cdiv(vocab, GROUP_TOKENS)
-    race_blocks = cdiv(batch, cfg["race_rows"])
+    screen = has_draft and bool(cfg["race_screen"])
+    race_groups = cfg["race_block"] // min(GROUP_TOKENS, cfg["race_block"])  # groups per race tile
+    race_slots = next_pow2(cfg["race_tiles"])
+    race_rows = cfg["race_rows"]
+    if screen:  # at least 32 group slots: with fewer, Triton 3.6 gave the screened race program 128-167
+        race_slots = max(race_slots, cdiv(32, race_groups))  # registers instead of 80 (offline, sm_90)
+        # the screen loads [rows, slots, parts] part statistics: within the interpreter's tile budget
+        race_rows = max(1, min(race_rows, _INTERP_TILE_ELEMENTS // (race_slots * race_groups * parts)))
+    race_gw = min(GROUP_TOKENS, cfg["race_block"])  # tokens per group (fewer: one group covering V)
+    # the accept kernel's screening threshold (_screen_threshold): row j's groups in slabs of at most
+    # pick_slab_parts part statistics, so [rows, slab, parts] and [rows, 4, race_gw] blocks
+    screen_slab = min(next_pow2(num_groups), max(4, cfg["pick_slab_parts"] // parts))
+    accept_rows = cfg["race_rows"]
+    if screen:
+        accept_rows = max(1, min(accept_rows, _INTERP_TILE_ELEMENTS // max(screen_slab * parts, 4 * race_gw)))
+    accept_blocks = cdiv(batch, accept_rows)
+    race_blocks = cdiv(batch, race_rows)
     # scratch (kernels/_stream_buffers.py), each [rows, chunks] and indexed explicitly by the kernels:
     # per-chunk max / sum-exp / argmax of every target row and max / sum-exp of every draft row; the
     # emit row's statistics and (j, x_j, flags) per request; each request's race candidates
@@ -1320,16 +1572,18 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     targ = stream_buffer(device, "logits_targ", stats, torch.int32)
     dmax = stream_buffer(device, "logits_dmax", stats, torch.float32) if has_draft else tmax
     dsum = stream_buffer(device, "logits_dsum", stats, torch.float32) if has_draft else tsum
-    row_f = stream_buffer(device, "logits_row_f", batch * 5, torch.float32)
+    row_f = stream_buffer(device, "logits_row_f", batch * 6, torch.float32)
     row_i = stream_buffer(device, "logits_row_i", batch * 3, torch.int32)
     if has_draft:  # the race pass's candidates and arrival counters
         best = stream_buffer(device, "logits_best", batch * nc2 * 2, torch.float32)
         best_idx = stream_buffer(device, "logits_best_idx", batch * nc2 * 2, torch.int32)
         arrivals = arrival_counters(device, race_blocks)
+    else:
+        best, best_idx, arrivals = tmax, targ, targ
+    if has_draft and not screen:
         gmax = gsum = tmax
         num_parts = 1
-    else:  # one-hot drafts: every target row's part statistics for _pick_in_groups
-        best, best_idx, arrivals = tmax, targ, targ
+    else:  # one-hot drafts or the screened race: every target row's part statistics
         num_parts = cdiv(vocab, part_width)
         gmax = stream_buffer(device, "logits_gmax", num_rows * num_parts, torch.float32)
         gsum = stream_buffer(device, "logits_gsum", num_rows * num_parts, torch.float32)
@@ -1340,24 +1594,29 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     later = dict(PDL=True, launch_pdl=True) if pdl else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
-                      PREFETCH=cfg["stats_prefetch"], PDL=pdl,
+                      PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen,
                       num_warps=cfg["stats_warps"])  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large
-    ncb = min(next_pow2(nc1), max(1, _INTERP_TILE_ELEMENTS // (cfg["race_rows"] * next_pow2(k_plus_1))), 64)
+    ncb = min(next_pow2(nc1), max(1, _INTERP_TILE_ELEMENTS // (accept_rows * next_pow2(k_plus_1))), 64)
+    # accept_warps None (the GPU default): 4 where the accept kernel computes the screening threshold
+    # (1024 groups of row j per slab), 1 elsewhere. H200 run 129 (same session, two rounds,
+    # zero_pause µs, classic, against no threshold): 1 warp 117.9 -> 132.7 at fp32 (64, 4, 151936)
+    # and 80.8 -> 96.4 in bf16; 4 warps 117.9 -> 115.8, 80.8 -> 80.2, and at (128, 8, 128256)
+    # 302.1 -> 292.6 (fp32), 190.5 -> 184.7 (bf16). (Run 79: 1-8 warps within 0.5 µs without it.)
+    accept_warps = cfg["accept_warps"] or (4 if screen else 1)
     accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
-                       BLOCK_ROWS=cfg["race_rows"], NCB=ncb, num_warps=cfg["accept_warps"],
+                       BLOCK_ROWS=accept_rows, NCB=ncb, num_warps=accept_warps, SCREEN=screen,
+                       GB=screen_slab, PARTS=parts, GW=race_gw, FAST_LOG=cfg["fast_log"],
                        **later)  # fmt: skip
-    race_meta = dict(K=num_k, BLOCK_ROWS=cfg["race_rows"],
+    race_meta = dict(K=num_k, BLOCK_ROWS=race_rows,
                      BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
-                     GW=min(GROUP_TOKENS, cfg["race_block"]), TILES_P2=next_pow2(cfg["race_tiles"]),
-                     FAST_LOG=cfg["fast_log"], P_IN_MERGE=cfg["race_p_in_merge"],
-                     NCB2=min(next_pow2(nc2), 64),
+                     GW=race_gw, TILES_P2=race_slots,
+                     FAST_LOG=cfg["fast_log"], P_IN_MERGE=bool(cfg["race_p_in_merge"]) and not screen,
+                     NCB2=min(next_pow2(nc2), 64), SCREEN=screen, PARTS=parts,
                      num_warps=cfg["race_warps"], **later)  # fmt: skip
     race_grid = (race_blocks, nc2)
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups
-        # a row shorter than one group has fewer parts than a group holds (and just one group)
-        parts = min(parts, next_pow2(num_parts))
         slab = min(next_pow2(num_groups), max(1, cfg["pick_slab_parts"] // parts))  # groups per step
         pick_rows = max(1, min(cfg["race_rows"], _INTERP_TILE_ELEMENTS // (slab * parts)))
         race_meta = dict(K=num_k, BLOCK_ROWS=pick_rows, GB=slab, PARTS=parts,
@@ -1365,7 +1624,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                          num_warps=cfg["pick_warps"], **later)  # fmt: skip
         race_grid = (cdiv(batch, pick_rows),)
     # the stats pass: target rows, and draft rows (classic) in programs of their own (axis 2)
-    grids = ((cdiv(num_rows, cfg["stats_rows"]), nc1, 2 if has_draft else 1), (race_blocks,), race_grid)
+    grids = ((cdiv(num_rows, cfg["stats_rows"]), nc1, 2 if has_draft else 1), (accept_blocks,), race_grid)
     plan = (key, grids, (tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum),
             (stats_meta, accept_meta, race_meta), (nc1, nc2, num_parts, num_groups))  # fmt: skip
     if len(_PLANS) >= _MAX_PLANS:
@@ -1418,13 +1677,13 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
     )  # fmt: skip
     launch_keyed(_logits_accept_kernel, grids[1], ("accept", call),
         (lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum, row_f, row_i,
-         tokens, num_accepted, fallback, valid,
-         batch, vocab, nc1, *st, *sd, *sx, s_temp, sn, s_seed, s_offset), metas[1],
+         tokens, num_accepted, fallback, valid, gmax, gsum,
+         batch, vocab, nc1, num_parts, num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset), metas[1],
     )  # fmt: skip
     if has_draft:
         launch_keyed(_logits_race_kernel, grids[2], ("race", call),
-            (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, tokens, fallback, valid,
-             batch, vocab, nc2, *st, *sd, s_seed, s_offset), metas[2],
+            (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, tokens, fallback, valid, gmax,
+             gsum, batch, vocab, nc2, num_parts, *st, *sd, s_seed, s_offset), metas[2],
         )  # fmt: skip
     else:
         launch_keyed(_logits_pick_kernel, grids[2], ("pick", call),

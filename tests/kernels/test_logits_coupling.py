@@ -64,10 +64,15 @@ _SMALL_STATS = {"stats_block": 16, "stats_tiles": 2}
 CHUNKINGS = {
     "classic-race-1-group": (True, {**_SMALL_STATS, "race_block": 256, "race_tiles": 1}),
     "classic-race-2-groups": (True, {**_SMALL_STATS, "race_block": 256, "race_tiles": 2}),
-    # the race over p (the fallback's) left to the merge, over race chunks of one group
+    # the unscreened race: every race program reads its whole chunk (2 groups) of row j
+    "classic-streamed-2-groups": (
+        True,
+        {**_SMALL_STATS, "race_block": 256, "race_tiles": 2, "race_screen": False},
+    ),
+    # unscreened, the race over p (the fallback's) left to the merge, over race chunks of one group
     "classic-p-in-merge": (
         True,
-        {**_SMALL_STATS, "race_block": 256, "race_tiles": 1, "race_p_in_merge": True},
+        {**_SMALL_STATS, "race_block": 256, "race_tiles": 1, "race_p_in_merge": True, "race_screen": False},
     ),
     # one-hot drafts: the pick combines 16 parts of 16 tokens per group (each part's sum against its
     # own chunk's running max), or reads one part per group with one group per stats chunk

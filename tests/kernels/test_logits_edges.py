@@ -170,12 +170,22 @@ def test_plus_inf_logit_carries_no_mass():
     assert res.valid.all()
 
 
+_STREAMED = {"race_screen": False}  # the unscreened race (every program reads its whole chunk of row j)
 FALLBACK_RACES = {  # vocabulary, config: where the fallback's race over p runs
-    "race-programs": (13, {"race_p_in_merge": False}),  # beside the residual's, in every race program
-    "merge": (13, {"race_p_in_merge": True}),  # in the last-arriving program, only for rows without r
+    # screened race (the default): from the part statistics, in every race program
+    "screened": (13, {}),
+    "screened-3-chunks": (700, {"race_block": 256, "race_tiles": 1}),
+    "screened-2-tiles": (700, {"race_block": 256, "race_tiles": 2}),
+    # unscreened: beside the residual's, in every race program
+    "race-programs": (13, {**_STREAMED, "race_p_in_merge": False}),
+    # unscreened: in the last-arriving program, only for rows without r
+    "merge": (13, {**_STREAMED, "race_p_in_merge": True}),
     # the merge's loop over row j: three 256-token tiles (the last partial), from three race chunks
-    "merge-3-tiles": (700, {"race_p_in_merge": True, "race_block": 256, "race_tiles": 1}),
-    "race-programs-3-chunks": (700, {"race_p_in_merge": False, "race_block": 256, "race_tiles": 1}),
+    "merge-3-tiles": (700, {**_STREAMED, "race_p_in_merge": True, "race_block": 256, "race_tiles": 1}),
+    "race-programs-3-chunks": (
+        700,
+        {**_STREAMED, "race_p_in_merge": False, "race_block": 256, "race_tiles": 1},
+    ),
 }
 
 
@@ -184,7 +194,8 @@ def test_empty_residual_falls_back_to_p(where):
     """Classic drafts equal to the target logits and an out-of-range draft id: draft 0 is rejected,
     max(0, p - q) = 0 everywhere, so the token is raced over p (fallback True, valid True), exactly as
     the float64 reference (same Philox stream) says; over 3000 requests every token is a p-token.
-    The race over p runs in every race program or, where the residual has no mass, in the merge."""
+    The race over p runs in every race program (from the part statistics when screened) or,
+    unscreened, where the residual has no mass, in the merge."""
     vocab, config = FALLBACK_RACES[where]
     rng = np.random.default_rng(current_test_seed())
     batch = 3000

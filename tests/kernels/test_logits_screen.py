@@ -1,0 +1,107 @@
+"""The screened classic race (`race_screen`, kernels/logits.py `_screened_race`) changes no output.
+
+A race program reads a tile of row j only where one of its groups has a bound log P_g - log E_g
+(from the stats pass's part statistics, + slack) that reaches the best residual score read so far.
+A skipped group's residual score is below that best, so it cannot win: on every row whose token
+comes from the residual race (sampled, rejected, not the fallback) the screened kernel's output
+must equal the streamed kernel's (`race_screen=False`, which reads the whole row) bit for bit,
+ambiguous rows included. Rows raced over p (bonus rows, the fallback) take log P_g from the part
+statistics instead of a re-read, so there the two may differ only where the float64 reference flags
+the row ambiguous; both must couple with the reference.
+
+These are exact comparisons, not statistical ones. The race programs here hold 4 or 16 tiles of 256
+tokens (V = 4096, 16 groups), so that most tiles of most rows are skipped; with one tile per
+program (the interpreter's default chunking) nothing can be skipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specsample.stats import current_test_seed
+from specsample.verify.mutants import patched_module
+from tests.kernels.test_logits_cases import _to_device, make_batch, row_mismatch, run_both, sample_logits
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
+
+VOCAB = 4096
+BATCH = 600
+SCREENED = {  # race programs of 16 tiles (the whole row) or 4, over 256-token tiles (one group each)
+    "16-tiles": {"stats_block": 256, "stats_tiles": 2, "race_block": 256, "race_tiles": 16},
+    "4-tiles": {"stats_block": 256, "stats_tiles": 2, "race_block": 256, "race_tiles": 4},
+    # 512-token tiles (two groups each, as on the GPU) and 64-column stats parts (4 per group)
+    "2-groups-per-tile": {"stats_block": 64, "stats_tiles": 4, "race_block": 512, "race_tiles": 8},
+}
+
+
+def _differ(a, b) -> np.ndarray:
+    """[B] bool: any output field (tokens, num_accepted, fallback, valid) of two kernel results differs."""
+    return (a[0] != b[0]).any(axis=1) | (a[1] != b[1]) | (a[2] != b[2]) | (a[3] != b[3])
+
+
+def _residual_rows(case: dict, result) -> np.ndarray:
+    """[B] bool: requests whose emitted token comes from the residual race (sampled temperature,
+    a rejected draft, not the fallback)."""
+    temps = case["temperature"].float().numpy()
+    num_k = case["draft_token_ids"].shape[1]
+    n = case.get("num_draft_tokens")
+    n = np.full(len(temps), num_k) if n is None else np.clip(n.numpy(), 0, num_k)
+    sampled = (temps > 0) & np.isfinite(temps)
+    _, accepted, fallback, _ = result
+    return sampled & (accepted < n) & ~fallback
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("chunking", sorted(SCREENED))
+def test_screened_race_equals_streamed_race(chunking, dtype):
+    """n = 600 requests, K = 2, V = 4096, the edge cases of make_batch (NaN / inf logits, empty rows,
+    p == q drafts, invalid temperatures and ids; every request uses both drafts, so that ~25% of
+    the rows are residual-race rows). Asserts: screened == streamed on every residual-race row
+    (exactly) and on every row the reference does not flag ambiguous; the screened kernel equals the
+    float64 reference outside ambiguous rows; at least 60 residual-race rows (else the exact
+    comparison would say little)."""
+    config = SCREENED[chunking]
+    case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, dtype=dtype, ragged=False)
+    screened, ref = run_both(case, config=config)
+    streamed = tuple(t.numpy() for t in sample_logits(**case, _config={**config, "race_screen": False}))
+    differ = _differ(screened, streamed)
+    residual = _residual_rows(case, streamed)
+    assert residual.sum() >= BATCH // 10, f"only {residual.sum()} residual rows: the case tests little"
+    bad = np.flatnonzero(differ & (residual | ~ref.ambiguous))
+    assert bad.size == 0, (
+        f"screening changed {bad.size} rows ({int((differ & residual).sum())} residual-race rows): "
+        f"first {bad[:5]}, screened {screened[0][bad[:3]]} vs streamed {streamed[0][bad[:3]]}"
+    )
+    unexplained = np.flatnonzero(row_mismatch(screened, ref) & ~ref.ambiguous)
+    assert unexplained.size == 0, f"screened kernel differs from the reference on {unexplained[:5]}"
+
+
+OVERTIGHT = {  # planted bugs: screens that skip groups which could still win
+    # every bound 2 nats low
+    "bound-low": (
+        r"_SCREEN_SLACK: tl\.constexpr = tl\.constexpr\(2\.0\*\*-10\)",
+        "_SCREEN_SLACK: tl.constexpr = tl.constexpr(-2.0)",
+    ),
+    # the accept kernel's threshold 2 nats above the score its groups attain
+    "threshold-high": (
+        r"tau = tl\.maximum\(tau, tl\.max\(score, axis=1\)\)",
+        "tau = tl.maximum(tau, tl.max(score, axis=1) + 2.0)",
+    ),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(OVERTIGHT))
+def test_an_overtight_screen_fails_the_comparison(bug):
+    """The comparison above can fail: a copy of the kernel module whose screen skips groups that
+    could still win (every bound 2 nats low, or the accept kernel's threshold 2 nats high) must
+    differ from the streamed race on some residual-race rows of the same kind of batch (16-tile
+    programs, fp32)."""
+    overtight = patched_module("specsample.kernels.logits", [OVERTIGHT[bug]])
+    config = SCREENED["16-tiles"]
+    case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, ragged=False)
+    res = overtight.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()}, _config=config)
+    planted = tuple(t.cpu().numpy() for t in res)
+    streamed = tuple(t.numpy() for t in sample_logits(**case, _config={**config, "race_screen": False}))
+    residual = _residual_rows(case, streamed)
+    assert np.any(_differ(planted, streamed) & residual), "an over-tight screen went unnoticed"
