@@ -43,9 +43,10 @@ do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ on
    largest log p so that nothing overflows or vanishes at tiny T, and one Philox call per group.
    It stores its best group of each; the last program to arrive for a request block (an atomic
    counter) picks the winning group, re-reads its 256 tokens and writes the emitted token.
-   Screened (`race_screen`, the default): the stats pass also stores the target rows' part
-   statistics, which give every group's log P_g without a read, and since r <= p the score
-   log R_g - log E_g is at most log P_g - log E_g. The accept kernel reads, per request, the group
+   Screened (`race_screen`, the GPU default where race programs hold >= 8 tiles): the stats pass
+   also stores the target rows' part statistics, which give every group's log P_g without a read,
+   and since r <= p the score log R_g - log E_g is at most log P_g - log E_g. The accept kernel
+   reads, per request, the group
    of largest bound in each of 4 segments of row j and stores the best score they attain (tau,
    `_screen_threshold`); a race program reads only tiles (of row j and draft row j) whose bound
    reaches tau or the best score it has read, its tile of largest bound first (`_screened_race`).
@@ -1447,11 +1448,14 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
     # part statistics (1024 // parts groups; one slab covers V <= 262144 with 256-token parts)
     cfg["pick_slab_parts"] = 1024
-    # race_screen (both paths, classic drafts): the stats pass also stores the target rows' part
-    # statistics, the accept kernel reads a few groups of row j for a threshold (_screen_threshold),
-    # and each race program reads only the tiles of row j that hold a group whose bound
-    # log P_g - log E_g can still win (_screened_race); race_p_in_merge then has no effect
-    cfg["race_screen"] = True
+    # race_screen (classic drafts): the stats pass also stores the target rows' part statistics, the
+    # accept kernel reads a few groups of row j for a threshold (_screen_threshold), and each race
+    # program reads only the tiles of row j that hold a group whose bound log P_g - log E_g can
+    # still win (_screened_race); race_p_in_merge then has no effect. On the GPU by default where
+    # race programs hold >= 8 tiles, the regime H200 runs 126-131 measured ((64, 4, 151936): 8,
+    # (128, 8, 128256): 16); smaller batches, whose programs hold 1-4 tiles and whose race is
+    # latency, keep the full race until measured. The interpreter screens everywhere (the tests).
+    cfg["race_screen"] = interpreting() or cfg["race_tiles"] >= 8
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))

@@ -159,6 +159,11 @@ def test_gpu_default_config_is_valid(monkeypatch, vocab):
     half = kl.launch_config(64, 5, 151936, logit_bytes=2)
     assert half["stats_prefetch"] and half["race_p_in_merge"]
     assert not big["stats_prefetch"] and not big["race_p_in_merge"]
+    # the screened race where race programs hold >= 8 tiles (H200 runs 126-131 measured 8 and 16),
+    # the full race for smaller batches (unmeasured)
+    assert big["race_tiles"] == 8 and big["race_screen"] and half["race_screen"]
+    assert kl.launch_config(128, 9, 128256)["race_screen"]
+    assert not kl.launch_config(16, 5, 151936)["race_screen"] and not cfg["race_screen"]
 
 
 def test_race_block_must_hold_whole_groups():
