@@ -72,7 +72,7 @@ SWEEP_NAMES = "classic: default/1024x4/512x16/8w-4096x2; one-hot: default/512x16
 # which the last-arriving program runs over row j only where the residual has no mass (session 12)
 NO_PREFETCH = {"stats_prefetch": False}
 P_IN_MERGE = {"race_p_in_merge": True, "race_screen": False}  # (the screened race has no p race to move)
-STREAMED = {"race_screen": False}  # the classic race reading all of row j (session 19: screened by default)
+STREAMED = {"race_screen": False}  # the full classic race (session 19: screened where programs hold >= 8 tiles)
 NAMED_SWEEPS = {  # name: (classic configs, one-hot configs, names)
     "stages": ([None, NO_PREFETCH, {"stats_prefetch": True}, None],) * 2
     + ("default/no-prefetch/prefetch/default",),

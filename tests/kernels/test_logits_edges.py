@@ -172,7 +172,7 @@ def test_plus_inf_logit_carries_no_mass():
 
 _STREAMED = {"race_screen": False}  # the unscreened race (every program reads its whole chunk of row j)
 FALLBACK_RACES = {  # vocabulary, config: where the fallback's race over p runs
-    # screened race (the default): from the part statistics, in every race program
+    # screened race (the interpreter's default): from the part statistics, in every race program
     "screened": (13, {}),
     "screened-3-chunks": (700, {"race_block": 256, "race_tiles": 1}),
     "screened-2-tiles": (700, {"race_block": 256, "race_tiles": 2}),
