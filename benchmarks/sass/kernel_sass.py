@@ -102,18 +102,9 @@ def compile_kernel(
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
 
 
-def compile_sass(
-    kernel_name: str,
-    block_v: int,
-    warps: int,
-    stages: int,
-    tiles: int,
-    flags: dict,
-    logits_dtype: str = "fp32",
-    maxnreg: int | None = None,
-):
-    """(ptxas -v output, SASS text) of compile_kernel's kernel for sm_90a."""
-    kernel = compile_kernel(kernel_name, block_v, warps, stages, tiles, flags, logits_dtype, maxnreg)
+def compile_sass(*args, **kwargs):
+    """(ptxas -v output, SASS text) for sm_90a of compile_kernel(*args, **kwargs)."""
+    kernel = compile_kernel(*args, **kwargs)
     with tempfile.TemporaryDirectory() as tmp:
         ptx, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(ptx, "w") as f:

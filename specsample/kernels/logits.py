@@ -990,12 +990,11 @@ _SCREEN_SLACK: tl.constexpr = tl.constexpr(2.0**-10)
 def _screen_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q, norm_q, scale2, st_v, sd_v,
                  FAST_LOG: tl.constexpr):  # fmt: skip
     """log R_g [R, S] of the residual on the groups cols [R or 1, S, GW] of row j (the tokens `live`
-    only, the others -inf without a load)."""
-    l, dl = _group_load(t_row[:, None, None], d_row[:, None, None], cols, live, use_q[:, None, None], st_v,
-                        sd_v, True)  # fmt: skip
-    lp, lq, res = _group_logs(l, dl, cols, x_j[:, None, None], shift_p[:, None, None], norm_p[:, None, None],
-                              shift_q[:, None, None], norm_q[:, None, None], scale2[:, None, None],
-                              True)  # fmt: skip
+    only, the others -inf without a load); the row values are [R]."""
+    lp, lq, res = _group_tile(t_row[:, None, None], d_row[:, None, None], cols, live, use_q[:, None, None],
+                              x_j[:, None, None], shift_p[:, None, None], norm_p[:, None, None],
+                              shift_q[:, None, None], norm_q[:, None, None], scale2[:, None, None], st_v,
+                              sd_v, True)  # fmt: skip
     return _group_log_mass(lp, lq, res, True, True, FAST_LOG, 2)
 
 
@@ -1524,6 +1523,12 @@ def stats_lane_i32(cfg: dict, vocab: int, target_stride_v: int, draft_stride_v: 
     return cfg["lane_i32"] and int32_offsets_fit(padded, target_stride_v, draft_stride_v)
 
 
+def _rows_within_tile(rows: int, elements_per_row: int) -> int:
+    """Rows per program, capped so that a block of elements_per_row values per row stays within the
+    interpreter's tile budget (on the GPU rows is 1 already)."""
+    return max(1, min(rows, _INTERP_TILE_ELEMENTS // elements_per_row))
+
+
 _PLANS: dict[tuple, tuple] = {}  # launch plans (grids, scratch, constexprs) by shape, config and stream
 _MAX_PLANS = 256
 
@@ -1555,15 +1560,15 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     race_rows = cfg["race_rows"]
     if screen:  # at least 32 group slots: with fewer, Triton 3.6 gave the screened race program 128-167
         race_slots = max(race_slots, cdiv(32, race_groups))  # registers instead of 80 (offline, sm_90)
-        # the screen loads [rows, slots, parts] part statistics: within the interpreter's tile budget
-        race_rows = max(1, min(race_rows, _INTERP_TILE_ELEMENTS // (race_slots * race_groups * parts)))
+        race_rows = _rows_within_tile(race_rows, race_slots * race_groups * parts)  # [rows, slots, parts]
     race_gw = min(GROUP_TOKENS, cfg["race_block"])  # tokens per group (fewer: one group covering V)
-    # the accept kernel's screening threshold (_screen_threshold): row j's groups in slabs of at most
-    # pick_slab_parts part statistics, so [rows, slab, parts] and [rows, 4, race_gw] blocks
-    screen_slab = min(next_pow2(num_groups), max(4, cfg["pick_slab_parts"] // parts))
+    # the one-hot pick and the screening threshold (_screen_threshold) take row j's groups in slabs of
+    # at most pick_slab_parts part statistics: [rows, slab, parts] blocks (the threshold's reads:
+    # [rows, 4, race_gw])
+    slab = min(next_pow2(num_groups), max(1, cfg["pick_slab_parts"] // parts))
     accept_rows = cfg["race_rows"]
     if screen:
-        accept_rows = max(1, min(accept_rows, _INTERP_TILE_ELEMENTS // max(screen_slab * parts, 4 * race_gw)))
+        accept_rows = _rows_within_tile(accept_rows, max(slab * parts, 4 * race_gw))
     accept_blocks = cdiv(batch, accept_rows)
     race_blocks = cdiv(batch, race_rows)
     # scratch (kernels/_stream_buffers.py), each [rows, chunks] and indexed explicitly by the kernels:
@@ -1611,7 +1616,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     accept_warps = cfg["accept_warps"] or (4 if screen else 1)
     accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
                        BLOCK_ROWS=accept_rows, NCB=ncb, num_warps=accept_warps, SCREEN=screen,
-                       GB=screen_slab, PARTS=parts, GW=race_gw, FAST_LOG=cfg["fast_log"],
+                       GB=slab, PARTS=parts, GW=race_gw, FAST_LOG=cfg["fast_log"],
                        **later)  # fmt: skip
     race_meta = dict(K=num_k, BLOCK_ROWS=race_rows,
                      BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
@@ -1621,8 +1626,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                      num_warps=cfg["race_warps"], **later)  # fmt: skip
     race_grid = (race_blocks, nc2)
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups
-        slab = min(next_pow2(num_groups), max(1, cfg["pick_slab_parts"] // parts))  # groups per step
-        pick_rows = max(1, min(cfg["race_rows"], _INTERP_TILE_ELEMENTS // (slab * parts)))
+        pick_rows = _rows_within_tile(cfg["race_rows"], slab * parts)
         race_meta = dict(K=num_k, BLOCK_ROWS=pick_rows, GB=slab, PARTS=parts,
                          GW=max(4, min(GROUP_TOKENS, next_pow2(vocab))), FAST_LOG=cfg["fast_log"],
                          num_warps=cfg["pick_warps"], **later)  # fmt: skip
