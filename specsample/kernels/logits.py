@@ -1454,11 +1454,15 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # race programs hold >= 8 tiles, the regime H200 runs 126-131 measured ((64, 4, 151936): 8,
     # (128, 8, 128256): 16); smaller batches, whose programs hold 1-4 tiles and whose race is
     # latency, keep the full race until measured. The interpreter screens everywhere (the tests).
-    cfg["race_screen"] = interpreting() or cfg["race_tiles"] >= 8
+    # Resolved after the overrides, from the race_tiles in effect: an override of race_tiles alone
+    # (tests, the sweep) gets the rule's answer for its own tiling, not for the default one.
+    cfg["race_screen"] = None
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
     cfg.update(overrides or {})
+    if cfg["race_screen"] is None:
+        cfg["race_screen"] = interpreting() or cfg["race_tiles"] >= 8
     for key in ("stats_block", "race_block"):
         if cfg[key] < 4 or cfg[key] & (cfg[key] - 1):
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])

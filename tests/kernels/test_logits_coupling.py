@@ -164,6 +164,11 @@ def test_gpu_default_config_is_valid(monkeypatch, vocab):
     assert big["race_tiles"] == 8 and big["race_screen"] and half["race_screen"]
     assert kl.launch_config(128, 9, 128256)["race_screen"]
     assert not kl.launch_config(16, 5, 151936)["race_screen"] and not cfg["race_screen"]
+    # the rule reads the race_tiles in effect, overrides included (before session 20 it read the
+    # default tiling, so tests/kernels/test_logits_screen.py's 16-tile configs ran unscreened on the GPU)
+    assert kl.launch_config(3, 4, 4096, {"race_block": 256, "race_tiles": 16})["race_screen"]
+    assert not kl.launch_config(64, 5, 151936, {"race_tiles": 4})["race_screen"]
+    assert not kl.launch_config(3, 4, 4096, {"race_tiles": 16, "race_screen": False})["race_screen"]
 
 
 def test_race_block_must_hold_whole_groups():

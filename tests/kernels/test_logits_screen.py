@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import specsample.kernels.logits as kl
 from specsample.stats import current_test_seed
 from specsample.verify.mutants import patched_module
 from tests.kernels.test_logits_cases import _to_device, make_batch, row_mismatch, run_both, sample_logits
@@ -38,6 +39,13 @@ SCREENED = {  # race programs of 16 tiles (the whole row) or 4, over 256-token t
 def _differ(a, b) -> np.ndarray:
     """[B] bool: any output field (tokens, num_accepted, fallback, valid) of two kernel results differs."""
     return (a[0] != b[0]).any(axis=1) | (a[1] != b[1]) | (a[2] != b[2]) | (a[3] != b[3])
+
+
+def _assert_screens(config: dict) -> None:
+    """The config runs the screened race on this device (else screened == streamed says nothing:
+    H200 run 133 found these configs unscreened on the GPU, the default rule having read the default
+    tiling instead of the overridden one)."""
+    assert kl.launch_config(BATCH, 3, VOCAB, config)["race_screen"], f"{config} does not screen here"
 
 
 def _residual_rows(case: dict, result) -> np.ndarray:
@@ -62,6 +70,7 @@ def test_screened_race_equals_streamed_race(chunking, dtype):
     float64 reference outside ambiguous rows; at least 60 residual-race rows (else the exact
     comparison would say little)."""
     config = SCREENED[chunking]
+    _assert_screens(config)
     case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, dtype=dtype, ragged=False)
     screened, ref = run_both(case, config=config)
     streamed = tuple(t.numpy() for t in sample_logits(**case, _config={**config, "race_screen": False}))
@@ -99,6 +108,7 @@ def test_an_overtight_screen_fails_the_comparison(bug):
     programs, fp32)."""
     overtight = patched_module("specsample.kernels.logits", [OVERTIGHT[bug]])
     config = SCREENED["16-tiles"]
+    _assert_screens(config)
     case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, ragged=False)
     res = overtight.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()}, _config=config)
     planted = tuple(t.cpu().numpy() for t in res)
