@@ -1612,12 +1612,15 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large
     ncb = min(next_pow2(nc1), max(1, _INTERP_TILE_ELEMENTS // (accept_rows * next_pow2(k_plus_1))), 64)
-    # accept_warps None (the GPU default): 4 where the accept kernel computes the screening threshold
+    # accept_warps None (the GPU default): 8 where the accept kernel computes the screening threshold
     # (1024 groups of row j per slab), 1 elsewhere. H200 run 129 (same session, two rounds,
     # zero_pause µs, classic, against no threshold): 1 warp 117.9 -> 132.7 at fp32 (64, 4, 151936)
     # and 80.8 -> 96.4 in bf16; 4 warps 117.9 -> 115.8, 80.8 -> 80.2, and at (128, 8, 128256)
-    # 302.1 -> 292.6 (fp32), 190.5 -> 184.7 (bf16). (Run 79: 1-8 warps within 0.5 µs without it.)
-    accept_warps = cfg["accept_warps"] or (4 if screen else 1)
+    # 302.1 -> 292.6 (fp32), 190.5 -> 184.7 (bf16). 4 -> 8 warps: run 131 114.6 -> 111.8,
+    # 80.2 -> 74.9, 289.5 -> 287.1, 182.6 -> 180.3; run 132 (graph µs) 101.0 -> 98.7 and
+    # 73.7 -> 68.1 at (64, 4, 151936), B = 1-32 (unscreened) unchanged. (Run 79: 1-8 warps within
+    # 0.5 µs without the threshold.)
+    accept_warps = cfg["accept_warps"] or (8 if screen else 1)
     accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
                        BLOCK_ROWS=accept_rows, NCB=ncb, num_warps=accept_warps, SCREEN=screen,
                        GB=slab, PARTS=parts, GW=race_gw, FAST_LOG=cfg["fast_log"],
