@@ -143,6 +143,26 @@ def _clean_logits(values):
 
 
 @triton.jit
+def _any_nan(x):
+    """Whether any element of x [R] is NaN (a scalar, uniform on the GPU).
+
+    The statistics passes (_part_stats_chunk, _chunk_stats_chunk) read a chunk as loaded, without
+    _clean_logits (two instructions per element), and read it again cleaned only where its sum comes
+    out NaN. Clean logits (finite or -inf) leave every sum finite, while a NaN logit gives NaN - shift
+    and a +inf one inf - inf (the running max being +inf), whichever way the max treats NaN; a NaN
+    sum stays NaN (NaN 0 = NaN). Offline SASS (Triton 3.6, one-hot bf16, 512-column tiles): 279 ->
+    246 instructions per unmasked tile and warp."""
+    bad = (x != x).to(tl.int32)
+    if _HW_LOG:  # a warp vote: its result is uniform to ptxas, which then keeps the branch on it plain
+        # (on the max of the butterfly-reduced sums it wrapped every shuffle of the loops after it
+        # in WARPSYNC / ENDCOLLECTIVE: offline SASS, Triton 3.6)
+        bad = tl.inline_asm_elementwise(
+            "{ .reg .pred p; setp.ne.s32 p, $1, 0; vote.sync.any.pred p, p, -1; selp.s32 $0, 1, 0, p; }",
+            "=r,r", [bad], dtype=tl.int32, is_pure=True, pack=1)  # fmt: skip
+    return tl.max(bad, axis=0) > 0
+
+
+@triton.jit
 def _row_params(b, b_ok, temp_ptr, s_temp, n_ptr, sn_b, K: tl.constexpr, RAGGED: tl.constexpr):
     """(sampled, greedy, 1/T, n) of requests b: sampled iff 0 < T < inf, greedy iff T == 0; 1/T uses
     T clamped to [2^-126, 2^100] on sampled rows and 1 elsewhere; n = num_draft_tokens clamped to [0, K]."""
@@ -277,10 +297,11 @@ def _stats_load(row, need, cols, V, s_v, MASKED: tl.constexpr):
 
 @triton.jit
 def _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part, part_ok, out_row, gmax_ptr,
-                     gsum_ptr):  # fmt: skip
+                     gsum_ptr, CLEAN: tl.constexpr):  # fmt: skip
     """One [R, NG, GW] tile l (as loaded) of _part_stats_tiles: the running (max, sum, argmax)
-    updated, the tile's part statistics stored."""
-    l = _clean_logits(l)
+    updated, the tile's part statistics stored. CLEAN: l through _clean_logits (else as loaded,
+    _any_nan)."""
+    l = _clean_logits(l) if CLEAN else l.to(tl.float32)
     # parts first (within a thread), then one warp butterfly instead of one per part: offline SASS
     # 258 -> 245 instructions per unmasked tile; H200 run 53 (same run, graph) 1.03-1.04x in bf16,
     # 1.00x in fp32 (memory-bound)
@@ -314,22 +335,38 @@ def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V
     GW: tl.constexpr = _GROUP if BLOCK_V >= _GROUP else BLOCK_V
     NG: tl.constexpr = BLOCK_V // GW
     in_tile = tl.arange(0, NG)[:, None] * GW + tl.arange(0, GW)[None, :]  # [NG, GW]
-    t_max = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
-    t_sum = tl.zeros((BLOCK_ROWS,), tl.float32)
-    t_arg = tl.zeros((BLOCK_ROWS,), tl.int64)
     part_base = chunk_start // GW + tl.arange(0, NG).to(tl.int64)[None, :]  # [1, NG]
     out_row = rows[:, None] * NP
     plain = (tl.min(need.to(tl.int32), axis=0) > 0) & (chunk_start + TILES * BLOCK_V <= V)
     if plain:
-        t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok[:, None], first_col, in_tile, part_base, V,
-                                               NP, st_v, scale, t_max, t_sum, t_arg, any_greedy, out_row,
-                                               gmax_ptr, gsum_ptr, False, BLOCK_V, NG, TILES,
-                                               PREFETCH)  # fmt: skip
+        t_max, t_sum, t_arg = _part_stats_chunk(t_row, need, row_ok[:, None], first_col, in_tile, part_base,
+                                                V, NP, st_v, scale, any_greedy, out_row, gmax_ptr, gsum_ptr,
+                                                False, BLOCK_ROWS, BLOCK_V, NG, TILES, PREFETCH)  # fmt: skip
     else:
-        t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok[:, None], first_col, in_tile, part_base, V,
-                                               NP, st_v, scale, t_max, t_sum, t_arg, any_greedy, out_row,
-                                               gmax_ptr, gsum_ptr, True, BLOCK_V, NG, TILES,
-                                               PREFETCH)  # fmt: skip
+        t_max, t_sum, t_arg = _part_stats_chunk(t_row, need, row_ok[:, None], first_col, in_tile, part_base,
+                                                V, NP, st_v, scale, any_greedy, out_row, gmax_ptr, gsum_ptr,
+                                                True, BLOCK_ROWS, BLOCK_V, NG, TILES, PREFETCH)  # fmt: skip
+    return t_max, t_sum, t_arg
+
+
+@triton.jit
+def _part_stats_chunk(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v, scale, any_greedy,
+                      out_row, gmax_ptr, gsum_ptr, MASKED: tl.constexpr, BLOCK_ROWS: tl.constexpr,
+                      BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr,
+                      PREFETCH: tl.constexpr):  # fmt: skip
+    """_part_stats_loop over the chunk as loaded, then, where its sum is NaN (_any_nan), once more
+    cleaned, rewriting its part statistics. The re-read runs without PREFETCH: with it the stats
+    programs took 89 registers (offline SASS), against 71 without and 64 before the re-read."""
+    m0 = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+    s0 = tl.zeros((BLOCK_ROWS,), tl.float32)
+    a0 = tl.zeros((BLOCK_ROWS,), tl.int64)
+    t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v,
+                                           scale, m0, s0, a0, any_greedy, out_row, gmax_ptr, gsum_ptr,
+                                           MASKED, BLOCK_V, NG, TILES, PREFETCH, False)  # fmt: skip
+    if _any_nan(t_sum):
+        t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP,
+                                               st_v, scale, m0, s0, a0, any_greedy, out_row, gmax_ptr,
+                                               gsum_ptr, MASKED, BLOCK_V, NG, TILES, False, True)  # fmt: skip
     return t_max, t_sum, t_arg
 
 
@@ -347,7 +384,7 @@ def _part_ok(row_ok, part, NP, MASKED: tl.constexpr):
 def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v, scale, t_max, t_sum,
                      t_arg, any_greedy, out_row, gmax_ptr, gsum_ptr, MASKED: tl.constexpr,
                      BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr,
-                     PREFETCH: tl.constexpr):  # fmt: skip
+                     PREFETCH: tl.constexpr, CLEAN: tl.constexpr):  # fmt: skip
     """_part_stats_tiles' loop over the chunk's TILES tiles; PREFETCH issues tile t + 1's load before
     tile t's arithmetic (two tiles in flight per warp)."""
     if PREFETCH:
@@ -358,13 +395,13 @@ def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, 
             part = part_base + (tile - 1) * NG
             t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part,
                                                    _part_ok(row_ok, part, NP, MASKED), out_row, gmax_ptr,
-                                                   gsum_ptr)  # fmt: skip
+                                                   gsum_ptr, CLEAN)  # fmt: skip
             l = l_next
             cols += BLOCK_V
         last = part_base + (TILES - 1) * NG
         t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, last,
                                                _part_ok(row_ok, last, NP, MASKED), out_row, gmax_ptr,
-                                               gsum_ptr)  # fmt: skip
+                                               gsum_ptr, CLEAN)  # fmt: skip
     else:
         for tile in range(TILES):
             cols = (first_col + tile * BLOCK_V + in_tile)[None, :, :]  # [1, NG, GW]
@@ -372,7 +409,7 @@ def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, 
             l = _stats_load(t_row[:, None, None], need[:, None, None], cols, V, st_v, MASKED)
             t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part,
                                                    _part_ok(row_ok, part, NP, MASKED), out_row, gmax_ptr,
-                                                   gsum_ptr)  # fmt: skip
+                                                   gsum_ptr, CLEAN)  # fmt: skip
     return t_max, t_sum, t_arg
 
 
@@ -481,9 +518,10 @@ def _store_chunk_stats(max_ptr, sum_ptr, arg_ptr, out, row_ok, m, s, arg):
 
 
 @triton.jit
-def _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy):
-    """One [R, BLOCK_V] tile l (as loaded) of _chunk_stats: the running (max, sum, first argmax) updated."""
-    l = _clean_logits(l)
+def _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy, CLEAN: tl.constexpr):
+    """One [R, BLOCK_V] tile l (as loaded) of _chunk_stats: the running (max, sum, first argmax) updated;
+    CLEAN as _part_stats_tile's."""
+    l = _clean_logits(l) if CLEAN else l.to(tl.float32)
     tile_max = tl.max(l, axis=1)
     if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
         tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
@@ -506,17 +544,31 @@ def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_gre
     arg = tl.zeros((BLOCK_ROWS,), tl.int64)
     needed = need.to(tl.int32)
     if (tl.min(needed, axis=0) > 0) & (chunk_start + TILES * BLOCK_V <= V):
-        m, s, arg = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, False,
-                                      BLOCK_V, TILES, PREFETCH)  # fmt: skip
+        m, s, arg = _chunk_stats_chunk(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy,
+                                       False, BLOCK_V, TILES, PREFETCH)  # fmt: skip
     elif tl.max(needed, axis=0) > 0:
-        m, s, arg = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, True,
-                                      BLOCK_V, TILES, PREFETCH)  # fmt: skip
+        m, s, arg = _chunk_stats_chunk(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, True,
+                                       BLOCK_V, TILES, PREFETCH)  # fmt: skip
     return m, s, arg
 
 
 @triton.jit
+def _chunk_stats_chunk(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr,
+                       BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
+    """_chunk_stats_loop over the chunk as loaded, then, where its sum is NaN (_any_nan), once more
+    cleaned (without PREFETCH, as _part_stats_chunk's re-read)."""
+    m1, s1, a1 = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy,
+                                   MASKED, BLOCK_V, TILES, PREFETCH, False)  # fmt: skip
+    if _any_nan(s1):
+        m1, s1, a1 = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy,
+                                       MASKED, BLOCK_V, TILES, False, True)  # fmt: skip
+    return m1, s1, a1
+
+
+@triton.jit
 def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr,
-                      BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
+                      BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
+                      CLEAN: tl.constexpr):  # fmt: skip
     """_chunk_stats' loop over the chunk's TILES tiles from column first_col (lane: [1, BLOCK_V]);
     PREFETCH issues tile t + 1's load before tile t's arithmetic (two tiles in flight per warp)."""
     if PREFETCH:
@@ -524,15 +576,15 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
         l = _stats_load(row[:, None], need[:, None], cols, V, s_v, MASKED)
         for _ in range(1, TILES):
             l_next = _stats_load(row[:, None], need[:, None], cols + BLOCK_V, V, s_v, MASKED)
-            m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy)
+            m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy, CLEAN)
             l = l_next
             cols += BLOCK_V
-        m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy)
+        m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy, CLEAN)
     else:
         for tile in range(TILES):
             at = first_col + tile * BLOCK_V + lane
             m, s, arg = _chunk_stats_tile(_stats_load(row[:, None], need[:, None], at, V, s_v, MASKED), at, V,
-                                          scale, m, s, arg, any_greedy)  # fmt: skip
+                                          scale, m, s, arg, any_greedy, CLEAN)  # fmt: skip
     return m, s, arg
 
 
@@ -1381,7 +1433,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
             "stats_block": block, "stats_tiles": tiles, "race_block": block, "race_tiles": tiles,
             "stats_rows": max(1, min(rows_cap, next_pow2(batch * k_plus_1))),
             "race_rows": max(1, min(rows_cap, next_pow2(batch))),
-            "stats_warps": 4, "race_warps": 4, "accept_warps": 4, "pick_warps": 4,
+            "stats_warps": 4, "race_warps": 4, "accept_warps": 4, "pick_warps": 4, "stats_maxnreg": None,
         }  # fmt: skip
         cfg.update(
             {
@@ -1414,6 +1466,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
             "race_block": race_block, "race_tiles": _race_tiles(batch, vocab, race_block),
             "stats_rows": 1, "race_rows": 1, "stats_warps": 1, "race_warps": 1,
             "accept_warps": None, "pick_warps": 4,
+            # stats_maxnreg: a register cap on the stats programs (None: ptxas decides). The cleaned
+            # re-read (_any_nan) costs 71-72 registers uncapped against 64 before it (one-warp
+            # programs: 28 resident per SM instead of 32); capped at 64, ptxas spills nothing and the
+            # 16-bit loops keep their instruction counts (offline SASS, Triton 3.6)
+            "stats_maxnreg": 64,
         }  # fmt: skip
         # fast_log (the hardware log2 in the race pass; H200 run 14 measured the per-token race
         # 1.12-1.21x faster with it, coupling unchanged).
@@ -1608,7 +1665,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
                       PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen,
-                      num_warps=cfg["stats_warps"])  # fmt: skip
+                      num_warps=cfg["stats_warps"],
+                      **({"maxnreg": cfg["stats_maxnreg"]} if cfg["stats_maxnreg"] else {}))  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large
     ncb = min(next_pow2(nc1), max(1, _INTERP_TILE_ELEMENTS // (accept_rows * next_pow2(k_plus_1))), 64)

@@ -10,7 +10,16 @@ import torch
 
 from specsample.reference.logits import rejection_sample_logits_reference
 from specsample.stats import current_test_seed
-from tests.kernels.test_logits_cases import DEVICE, make_batch, row_mismatch, run_both, sample_logits, subset
+from specsample.verify.mutants import patched_module
+from tests.kernels.test_logits_cases import (
+    DEVICE,
+    _to_device,
+    make_batch,
+    row_mismatch,
+    run_both,
+    sample_logits,
+    subset,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
 
@@ -168,6 +177,23 @@ def test_plus_inf_logit_carries_no_mass():
     assert not (res.num_accepted > 0).any()
     assert not (res.tokens == 4).any()
     assert res.valid.all()
+
+
+@pytest.mark.parametrize("classic", [False, True], ids=["one-hot", "classic"])
+def test_statistics_read_nan_chunks_again_cleaned(classic):
+    """The statistics passes read a chunk as loaded and again through _clean_logits only where its
+    sum comes out NaN (kernels/logits.py `_any_nan`). 300 requests, K = 2, V = 300 with make_batch's
+    NaN / +-inf logits and rows without a finite logit: the kernel couples with the reference on
+    every row not flagged ambiguous, and a planted copy that never re-reads (its test always False)
+    differs from the reference on some such row, so the coupling sees the re-read."""
+    case = make_batch(current_test_seed(), 300, 2, 300, classic=classic, ragged=False)
+    got, ref = run_both(case)
+    assert not (row_mismatch(got, ref) & ~ref.ambiguous).any()
+    never = patched_module("specsample.kernels.logits", [(r"return tl\.max\(bad, axis=0\) > 0",
+                                                           "return tl.max(bad, axis=0) > 1")])  # fmt: skip
+    res = never.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()})
+    planted = tuple(t.cpu().numpy() for t in res)
+    assert (row_mismatch(planted, ref) & ~ref.ambiguous).any(), "no cleaned re-read, and no row differs"
 
 
 _STREAMED = {"race_screen": False}  # the unscreened race (every program reads its whole chunk of row j)
