@@ -123,6 +123,7 @@ _LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 _LN2: tl.constexpr = tl.constexpr(0.6931471805599453)
 _HW_LOG: tl.constexpr = tl.constexpr(not interpreting())  # lg2.approx exists on the GPU only
 _NEG_INF: tl.constexpr = tl.constexpr(float("-inf"))
+_NO_COL: tl.constexpr = tl.constexpr(1 << 30)  # above any column offset within a tile
 GROUP_TOKENS = 256  # tokens per group of the residual draw (the Philox index of a group is v // 256)
 _GROUP: tl.constexpr = tl.constexpr(GROUP_TOKENS)
 _INF: tl.constexpr = tl.constexpr(float("inf"))
@@ -296,18 +297,22 @@ def _stats_load(row, need, cols, V, s_v, MASKED: tl.constexpr):
 
 
 @triton.jit
-def _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part, part_ok, out_row, gmax_ptr,
-                     gsum_ptr, CLEAN: tl.constexpr):  # fmt: skip
-    """One [R, NG, GW] tile l (as loaded) of _part_stats_tiles: the running (max, sum, argmax)
-    updated, the tile's part statistics stored. CLEAN: l through _clean_logits (else as loaded,
-    _any_nan)."""
+def _part_stats_tile(l, col0, in_tile, V, scale, t_max, t_sum, t_arg, any_greedy, part, part_ok, out_row,
+                     gmax_ptr, gsum_ptr, CLEAN: tl.constexpr):  # fmt: skip
+    """One [R, NG, GW] tile l (as loaded; its columns col0 + in_tile [NG, GW]) of _part_stats_tiles:
+    the running (max, sum, argmax) updated, the tile's part statistics stored. CLEAN: l through
+    _clean_logits (else as loaded, _any_nan)."""
     l = _clean_logits(l) if CLEAN else l.to(tl.float32)
     # parts first (within a thread), then one warp butterfly instead of one per part: offline SASS
     # 258 -> 245 instructions per unmasked tile; H200 run 53 (same run, graph) 1.03-1.04x in bf16,
     # 1.00x in fp32 (memory-bound)
     tile_max = tl.max(tl.max(l, axis=1), axis=1)
     if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
-        tile_arg = tl.min(tl.min(tl.where(l == tile_max[:, None, None], cols, V), axis=2), axis=1)
+        # an offset within the tile, added to col0: a column tensor carried from tile to tile cost an add
+        # per element and tile on every row (offline SASS, one-hot bf16: 247 -> 231 per tile and warp)
+        at = tl.min(tl.where(l == tile_max[:, None, None], in_tile[None, :, :], _NO_COL), axis=2)
+        at = tl.min(at, axis=1)
+        tile_arg = tl.where(at < _NO_COL, col0 + at, V)
         t_arg = tl.where(tile_max > t_max, tile_arg, t_arg)  # strict: the earlier index wins ties
     new_max = tl.maximum(t_max, tile_max)
     shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
@@ -393,23 +398,28 @@ def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, 
         for tile in range(1, TILES):
             l_next = _stats_load(t_row[:, None, None], need[:, None, None], cols + BLOCK_V, V, st_v, MASKED)
             part = part_base + (tile - 1) * NG
-            t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part,
-                                                   _part_ok(row_ok, part, NP, MASKED), out_row, gmax_ptr,
-                                                   gsum_ptr, CLEAN)  # fmt: skip
+            ok = _part_ok(row_ok, part, NP, MASKED)
+            col0 = first_col + (tile - 1) * BLOCK_V
+            t_max, t_sum, t_arg = _part_stats_tile(l, col0, in_tile, V, scale, t_max, t_sum, t_arg,
+                                                   any_greedy, part, ok, out_row, gmax_ptr, gsum_ptr,
+                                                   CLEAN)  # fmt: skip
             l = l_next
             cols += BLOCK_V
         last = part_base + (TILES - 1) * NG
-        t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, last,
-                                               _part_ok(row_ok, last, NP, MASKED), out_row, gmax_ptr,
-                                               gsum_ptr, CLEAN)  # fmt: skip
+        ok = _part_ok(row_ok, last, NP, MASKED)
+        col0 = first_col + (TILES - 1) * BLOCK_V
+        t_max, t_sum, t_arg = _part_stats_tile(l, col0, in_tile, V, scale, t_max, t_sum, t_arg, any_greedy,
+                                               last, ok, out_row, gmax_ptr, gsum_ptr, CLEAN)  # fmt: skip
     else:
         for tile in range(TILES):
-            cols = (first_col + tile * BLOCK_V + in_tile)[None, :, :]  # [1, NG, GW]
+            col0 = first_col + tile * BLOCK_V
             part = part_base + tile * NG
-            l = _stats_load(t_row[:, None, None], need[:, None, None], cols, V, st_v, MASKED)
-            t_max, t_sum, t_arg = _part_stats_tile(l, cols, V, scale, t_max, t_sum, t_arg, any_greedy, part,
-                                                   _part_ok(row_ok, part, NP, MASKED), out_row, gmax_ptr,
-                                                   gsum_ptr, CLEAN)  # fmt: skip
+            ok = _part_ok(row_ok, part, NP, MASKED)
+            l = _stats_load(t_row[:, None, None], need[:, None, None], (col0 + in_tile)[None, :, :], V, st_v,
+                            MASKED)  # fmt: skip
+            t_max, t_sum, t_arg = _part_stats_tile(l, col0, in_tile, V, scale, t_max, t_sum, t_arg,
+                                                   any_greedy, part, ok, out_row, gmax_ptr, gsum_ptr,
+                                                   CLEAN)  # fmt: skip
     return t_max, t_sum, t_arg
 
 
@@ -518,13 +528,14 @@ def _store_chunk_stats(max_ptr, sum_ptr, arg_ptr, out, row_ok, m, s, arg):
 
 
 @triton.jit
-def _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy, CLEAN: tl.constexpr):
-    """One [R, BLOCK_V] tile l (as loaded) of _chunk_stats: the running (max, sum, first argmax) updated;
-    CLEAN as _part_stats_tile's."""
+def _chunk_stats_tile(l, col0, lane, V, scale, m, s, arg, any_greedy, CLEAN: tl.constexpr):
+    """One [R, BLOCK_V] tile l (as loaded; its columns col0 + lane [1, BLOCK_V]) of _chunk_stats: the
+    running (max, sum, first argmax) updated; CLEAN and the argmax as _part_stats_tile's."""
     l = _clean_logits(l) if CLEAN else l.to(tl.float32)
     tile_max = tl.max(l, axis=1)
     if any_greedy:  # the argmax only serves greedy rows (a uniform branch on the GPU)
-        tile_arg = tl.min(tl.where(l == tile_max[:, None], cols, V), axis=1)
+        at = tl.min(tl.where(l == tile_max[:, None], lane, _NO_COL), axis=1)
+        tile_arg = tl.where(at < _NO_COL, col0 + at, V)
         arg = tl.where(tile_max > m, tile_arg, arg)  # strict: the earlier index wins ties
     new_max = tl.maximum(m, tile_max)
     shift = tl.where(new_max == _NEG_INF, 0.0, new_max)
@@ -574,17 +585,19 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
     if PREFETCH:
         cols = first_col + lane
         l = _stats_load(row[:, None], need[:, None], cols, V, s_v, MASKED)
-        for _ in range(1, TILES):
+        for tile in range(1, TILES):
             l_next = _stats_load(row[:, None], need[:, None], cols + BLOCK_V, V, s_v, MASKED)
-            m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy, CLEAN)
+            m, s, arg = _chunk_stats_tile(l, first_col + (tile - 1) * BLOCK_V, lane, V, scale, m, s, arg,
+                                          any_greedy, CLEAN)  # fmt: skip
             l = l_next
             cols += BLOCK_V
-        m, s, arg = _chunk_stats_tile(l, cols, V, scale, m, s, arg, any_greedy, CLEAN)
+        col0 = first_col + (TILES - 1) * BLOCK_V
+        m, s, arg = _chunk_stats_tile(l, col0, lane, V, scale, m, s, arg, any_greedy, CLEAN)
     else:
         for tile in range(TILES):
-            at = first_col + tile * BLOCK_V + lane
-            m, s, arg = _chunk_stats_tile(_stats_load(row[:, None], need[:, None], at, V, s_v, MASKED), at, V,
-                                          scale, m, s, arg, any_greedy, CLEAN)  # fmt: skip
+            col0 = first_col + tile * BLOCK_V
+            l = _stats_load(row[:, None], need[:, None], col0 + lane, V, s_v, MASKED)
+            m, s, arg = _chunk_stats_tile(l, col0, lane, V, scale, m, s, arg, any_greedy, CLEAN)
     return m, s, arg
 
 
