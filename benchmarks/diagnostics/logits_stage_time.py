@@ -1,0 +1,117 @@
+"""Where a `rejection_sample_logits` call's time goes, by prefixes of its three launches.
+
+    python3 benchmarks/diagnostics/logits_stage_time.py --out stages.jsonl [--case logits:64:4:151936:bfloat16]
+
+The call launches three kernels: statistics, accept, then race (classic drafts) or pick (one-hot).
+This times the call with only its first launch, with its first two, and whole, under
+ab_device_time's zero_pause timer (a 256 MB zero_ flush and a 100 µs device pause before each call,
+event-timed median of 100 calls: do_bench's device time without its host-bound readings) and as
+graph-free back-to-back calls (warm_us: event-timed median, no flush). Launches are left out by
+wrapping the kernel module's `launch_keyed`: the kernels that run are the package's own, with its
+plan and its programmatic dependent launches. A call cut short leaves wrong outputs, never a stuck
+arrival counter (the race's counters are zeroed by its own last program, which then does not run).
+Differences between prefixes are what each later kernel adds to the call, overlap included; the
+statistics pass alone against read_floor.py's bare read says what the pass costs over its bytes.
+One JSON line per (case, prefix) to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+
+STAGES = ("stats", "accept", "race")  # the launch keys' first element; the pick counts as the race
+CASES = (
+    ("logits", 64, 4, 151936, "bfloat16"),
+    ("logits_onehot", 64, 4, 151936, "bfloat16"),
+    ("logits", 64, 4, 151936, "float32"),
+    ("logits_onehot", 64, 4, 151936, "float32"),
+    ("logits", 128, 8, 128256, "bfloat16"),
+    ("logits_onehot", 128, 8, 128256, "bfloat16"),
+)
+
+
+def stage_of(key: tuple) -> str:
+    """The stage of a launch_keyed key: ('stats' | 'accept' | 'race' | 'pick', ...)."""
+    return "race" if key[0] == "pick" else key[0]
+
+
+def limit_launches(module, stages: int):
+    """Wrap `module.launch_keyed` so that only the first `stages` of STAGES launch; returns a function
+    that restores it."""
+    original = module.launch_keyed
+    allowed = set(STAGES[:stages])
+
+    def launch_keyed(kernel, grid, key, args, meta):
+        if stage_of(key) in allowed:
+            original(kernel, grid, key, args, meta)
+
+    module.launch_keyed = launch_keyed
+
+    def restore():
+        module.launch_keyed = original
+
+    return restore
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="JSON-lines file to append to")
+    ap.add_argument("--label", default="head")
+    ap.add_argument("--case", action="append", default=[], metavar="KERNEL:B:K:V:DTYPE",
+                    help="time these cases instead of the list (repeatable)")  # fmt: skip
+    args = ap.parse_args(argv)
+    sys.path.insert(0, REPO)
+    import statistics
+
+    import torch
+
+    import specsample.kernels.logits as kernel_module
+    from benchmarks.diagnostics.ab_device_time import _parse_case, sleep_cycles_per_us, timed_after
+    from benchmarks.floors import Case
+    from benchmarks.inputs import make_inputs
+    from benchmarks.providers import PROVIDERS
+    from benchmarks.records import OURS
+
+    cache = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    pause = int(100 * sleep_cycles_per_us())
+
+    def zero_pause():
+        cache.zero_()
+        torch.cuda._sleep(pause)
+
+    def warm_us(fn, calls: int = 100) -> float:
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        for start, end in zip(starts, ends, strict=True):
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True))
+
+    with open(args.out, "a") as out:
+        for kernel, b, k, v, dtype in [_parse_case(c) for c in args.case] or CASES:
+            case = Case(kernel, b, k, v, dtype)
+            fn = PROVIDERS[OURS].build(case, make_inputs(case, torch.device("cuda")))
+            for stages in range(1, len(STAGES) + 1):
+                restore = limit_launches(kernel_module, stages)
+                try:
+                    fn()
+                    torch.cuda.synchronize()
+                    row = dict(label=args.label, case=case.label, stages=list(STAGES[:stages]),
+                               zero_pause_us=timed_after(fn, zero_pause, 100), warm_us=warm_us(fn))  # fmt: skip
+                finally:
+                    restore()
+                out.write(json.dumps(row) + "\n")
+                print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
