@@ -48,12 +48,11 @@ do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ on
    Screened (`race_screen`, the GPU default where race programs hold >= 8 tiles): the stats pass
    also stores the target rows' part statistics, which give every group's log P_g without a read,
    and since r <= p the score log R_g - log E_g is at most log P_g - log E_g. The accept kernel
-   reads, per request, the group
-   of largest bound in each of 4 segments of row j and stores the best score they attain (tau,
-   `_screen_threshold`); a race program reads only tiles (of row j and draft row j) whose bound
-   reaches tau or the best score it has read, its tile of largest bound first (`_screened_race`).
-   What it skips cannot win, so the outputs are those of reading everything
-   (tests/kernels/test_logits_screen.py); p's race takes log P_g from the statistics. H200, same
+   reads, per request, the group of largest bound in each of 4 segments of row j and stores the
+   best score they attain (tau, `_screen_threshold`); a race program reads only tiles (of row j and
+   draft row j) whose bound reaches tau or the best score it has read, its tile of largest bound
+   first (`_screened_race`). What it skips cannot win, so the outputs are those of reading
+   everything (tests/kernels/test_logits_screen.py); p's race takes log P_g from the statistics. H200, same
    session, two rounds each, zero_pause µs, base = reading everything: run 126 (each program's own
    reads only) fp32 (64, 4, 151936) 127.1 -> 118.0, (128, 8, 128256) 320.8 -> 302.8, bf16 84.5 ->
    80.8 and 192.3 -> 189.8; run 129 with tau (4 accept warps) 127.4 -> 115.8, 320.4 -> 292.6,
@@ -589,8 +588,8 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
         l = _stats_load(row[:, None], need[:, None], cols, V, s_v, MASKED)
         for tile in range(1, TILES):
             l_next = _stats_load(row[:, None], need[:, None], cols + BLOCK_V, V, s_v, MASKED)
-            m, s, arg = _chunk_stats_tile(l, first_col + (tile - 1) * BLOCK_V, lane, V, scale, m, s, arg,
-                                          any_greedy, CLEAN)  # fmt: skip
+            col0 = first_col + (tile - 1) * BLOCK_V
+            m, s, arg = _chunk_stats_tile(l, col0, lane, V, scale, m, s, arg, any_greedy, CLEAN)
             l = l_next
             cols += BLOCK_V
         col0 = first_col + (TILES - 1) * BLOCK_V

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import specsample.kernels.logits as kl
+from specsample.kernels.result import SampleResult
 from specsample.stats import current_test_seed
 from specsample.verify.mutants import patched_module
 from tests.kernels.test_logits_cases import _to_device, make_batch, row_mismatch, run_both, sample_logits
@@ -37,9 +38,9 @@ SCREENED = {  # race programs of 16 tiles (the whole row) or 4, over 256-token t
 }
 
 
-def _differ(a, b) -> np.ndarray:
-    """[B] bool: any output field (tokens, num_accepted, fallback, valid) of two kernel results differs."""
-    return (a[0] != b[0]).any(axis=1) | (a[1] != b[1]) | (a[2] != b[2]) | (a[3] != b[3])
+def _streamed(case: dict, config: dict) -> SampleResult:
+    """The unscreened race's result (numpy fields) on the case: row_mismatch's right-hand side."""
+    return SampleResult(*(t.numpy() for t in sample_logits(**case, _config={**config, "race_screen": False})))
 
 
 def _assert_screens(config: dict) -> None:
@@ -74,8 +75,8 @@ def test_screened_race_equals_streamed_race(chunking, dtype):
     _assert_screens(config)
     case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, dtype=dtype, ragged=False)
     screened, ref = run_both(case, config=config)
-    streamed = tuple(t.numpy() for t in sample_logits(**case, _config={**config, "race_screen": False}))
-    differ = _differ(screened, streamed)
+    streamed = _streamed(case, config)
+    differ = row_mismatch(screened, streamed)
     residual = _residual_rows(case, streamed)
     assert residual.sum() >= BATCH // 10, f"only {residual.sum()} residual rows: the case tests little"
     bad = np.flatnonzero(differ & (residual | ~ref.ambiguous))
@@ -113,6 +114,6 @@ def test_an_overtight_screen_fails_the_comparison(bug):
     case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, ragged=False)
     res = overtight.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()}, _config=config)
     planted = tuple(t.cpu().numpy() for t in res)
-    streamed = tuple(t.numpy() for t in sample_logits(**case, _config={**config, "race_screen": False}))
+    streamed = _streamed(case, config)
     residual = _residual_rows(case, streamed)
-    assert np.any(_differ(planted, streamed) & residual), "an over-tight screen went unnoticed"
+    assert np.any(row_mismatch(planted, streamed) & residual), "an over-tight screen went unnoticed"
