@@ -1,8 +1,8 @@
 """`specsample verify`: certify speculative samplers (ours or anyone's) and write a report.
 
     specsample verify [--device auto|cpu|cuda] [--budget ci|standard|full] [--only TOKEN ...]
-                      [--mutants] [--target MODULE:FUNCTION] [--adapter NAME ...] [--report DIR]
-                      [--calibrate N]
+                      [--mutants] [--target MODULE:FUNCTION [--family chain|gumbel|logits]]
+                      [--adapter NAME ...] [--report DIR] [--calibrate N] [--max-seconds S]
 
 Exit status: 0 when every certificate passes (and every mutant is killed with --mutants, and the
 calibration is consistent with the declared alpha with --calibrate); 1 when any fails; 2 on usage
@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     v.add_argument("--mutants", action="store_true", help="run the mutant catalogue and write mutants.json")
     v.add_argument("--target", default=None, help="MODULE:FUNCTION (or path.py:FUNCTION) with our signature")
+    v.add_argument(
+        "--family",
+        choices=("chain", "gumbel", "logits"),
+        default=None,
+        help="--target's signature: chain_rejection_sample, fast_sample or rejection_sample_logits "
+        "(default: the function's specsample_family attribute, else chain)",
+    )
     v.add_argument(
         "--adapter",
         nargs="+",
@@ -119,7 +126,10 @@ class _Progress:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.family and not args.target:
+        parser.error("--family names the signature of --target; give --target MODULE:FUNCTION too")
     device = args.device
     if device == "auto":
         device = "cuda" if _has_cuda() else "cpu"
@@ -145,12 +155,13 @@ def main(argv=None) -> int:
             budget,
             adapters=adapters,
             target=args.target,
+            family=args.family,
             device=device,
             only=args.only,
             progress=progress,
             max_seconds=args.max_seconds,
         )
-    except SamplerUnavailable as exc:
+    except (SamplerUnavailable, ValueError) as exc:  # a sampler that cannot be loaded or planned
         progress.close()
         print(f"specsample verify: {exc}", file=sys.stderr)
         return 2

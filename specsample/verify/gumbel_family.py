@@ -33,6 +33,10 @@ from specsample.verify.mutable_reference import gumbel_sample
 from specsample.verify.protocol import GumbelSampler
 
 GUMBEL_LAWS = ("coupling_seeded", "gof", "plackett_luce")
+OWN_STREAM = (
+    "the sampler draws from a stream of its own (no specsample_noise declared): nothing to couple with; "
+    "gof, plackett_luce and zero_mass certify its law"
+)
 
 
 def gumbel_cases(budget: str) -> list[tuple[str, np.ndarray]]:
@@ -95,6 +99,8 @@ def _grouped_reference_and_ambiguity(probs, seeds, offsets, tol):
 
 
 def certify_gumbel_coupling(sampler: GumbelSampler, name, p, budget: Budget, salt=0) -> CertRecord:
+    if sampler.noise is None:
+        return CertRecord(sampler.name, name, "coupling_seeded", "skip", OWN_STREAM)
     seed = law_seed(name, "coupling_seeded", salt)
     rng = np.random.default_rng(seed)
     # the reference (numpy Philox and the float64 race) runs on a fork pool: at `full`, up to 2^31

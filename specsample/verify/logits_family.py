@@ -29,20 +29,43 @@ from specsample.verify.certify import (
     seeded_coupling_record,
 )
 from specsample.verify.exact_laws import counts_from_outputs
-from specsample.verify.protocol import SamplerUnavailable, _torch_device, as_chain_output, to_torch
+from specsample.verify.protocol import (
+    SamplerUnavailable,
+    _torch_device,
+    as_chain_output,
+    external_inputs,
+    to_torch,
+)
 
 LOGITS_BUGS = {
     "greedy_at_T1": "greedy rows (temperature 0) are sampled at temperature 1 (SGLang #37134)",
 }
 
 
+OWN_STREAM = (
+    "the sampler draws from a stream of its own (no specsample_noise = 'specsample' declared): nothing "
+    "to couple with; greedy and conditional certify its law"
+)
+
+
 @dataclass
 class LogitsSampler:
+    """A logits sampler behind the protocol. `noise` is "specsample" when its seeded path draws our
+    Philox stream (docs/semantics.md), which coupling_seeded compares with token for token, or None
+    for a stream of its own (coupling_seeded is skipped, the laws still apply)."""
+
     fn: object
     name: str
     inputs: str = "numpy"
     device: str = "cpu"
     is_kernel: bool = False
+    noise: str | None = "specsample"
+
+    def __post_init__(self):
+        if self.noise not in ("specsample", None):
+            raise ValueError(
+                f"LogitsSampler {self.name}: noise must be 'specsample' or None; got {self.noise!r}"
+            )
 
     def __call__(self, lg, ids, dl, temperature, seeds, offsets, n=None, dtype="float32"):
         """The sampler on numpy inputs; a torch sampler gets the logits as `dtype` tensors (the case's
@@ -97,6 +120,14 @@ def specsample_logits_sampler(device="auto", module="specsample.kernels.logits")
     return LogitsSampler(fn, "specsample", "torch", _torch_device(device), True)
 
 
+def external_logits_sampler(fn, name: str, device="auto", inputs=None) -> LogitsSampler:
+    """A bare function with our `rejection_sample_logits` signature behind the protocol (torch inputs
+    unless `inputs` or its `specsample_inputs` says "numpy"; its `specsample_noise` attribute declares
+    "specsample" when it draws our Philox stream)."""
+    inputs, device = external_inputs(fn, device, inputs)
+    return LogitsSampler(fn, name, inputs, device, noise=getattr(fn, "specsample_noise", None))
+
+
 def logits_cases():
     """(name, target logits [K+1, V], draft logits [K, V] or None, drafts [K], dtype): float64 arrays of
     values exact in `dtype`, the logits' dtype a torch sampler is called with."""
@@ -136,6 +167,8 @@ def certify_logits_coupling(sampler, case, budget: Budget, salt=0) -> CertRecord
     log-probabilities, so a wide case ((K+1) V > 1024) runs at most COUPLING_WIDE_ROWS rows (the
     full budget's 1,048,576 rows would need ~17 GB per array at V = 700); the record states n."""
     name, lg, dl, drafts, dtype = case
+    if sampler.noise is None:
+        return CertRecord(sampler.name, name, "coupling_seeded", "skip", OWN_STREAM)
     seed = law_seed(name, "coupling_seeded", salt)
     rng = np.random.default_rng(seed)
     rows = budget.seeded_rows if lg.size <= 1024 else min(budget.seeded_rows, COUPLING_WIDE_ROWS)

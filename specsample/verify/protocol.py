@@ -18,7 +18,10 @@ broadcast views included) and gets numpy outputs back. Adapters:
   a function with attribute `specsample_inputs = "numpy"` gets numpy arrays).
 
 Gumbel samplers (`fast_sample` signature: probs [B, V], num_samples, seeds, offsets -> indices [B, n])
-are wrapped the same way by `GumbelSampler`.
+are wrapped the same way by `GumbelSampler`, logits samplers by `logits_family.LogitsSampler`; an
+external function of either family (`--target` with `--family`, or its `specsample_family`
+attribute) is coupled with our Philox stream only where its `specsample_noise` attribute says it
+draws it.
 """
 
 from __future__ import annotations
@@ -265,8 +268,11 @@ def _takes_seeds(fn) -> bool:
         return False
 
 
-def target_sampler(spec: str, device: str = "auto") -> ChainSampler:
-    """`MODULE:FUNCTION` -> ChainSampler. The module may also be a path to a .py file."""
+FAMILIES = ("chain", "gumbel", "logits")
+
+
+def load_target(spec: str) -> Callable:
+    """The function `MODULE:FUNCTION` names; the module may also be a path to a .py file."""
     if ":" not in spec:
         raise ValueError(f"--target: expected MODULE:FUNCTION, got {spec!r}")
     mod_name, fn_name = spec.rsplit(":", 1)
@@ -277,18 +283,36 @@ def target_sampler(spec: str, device: str = "auto") -> ChainSampler:
             loc.loader.exec_module(mod)
         else:
             mod = importlib.import_module(mod_name)
-        fn = getattr(mod, fn_name)
+        return getattr(mod, fn_name)
     except (ImportError, AttributeError, FileNotFoundError) as exc:
         raise SamplerUnavailable(f"--target {spec}: cannot load: {exc}") from exc
-    inputs = getattr(fn, "specsample_inputs", "torch")
-    return ChainSampler(
-        fn,
-        spec,
-        inputs,
-        _torch_device(device) if inputs == "torch" else "cpu",
-        _takes_seeds(fn),
-        f"external function {spec}",
-    )
+
+
+def target_family(fn: Callable, family: str | None = None) -> str:
+    """Which signature an external function has: `family` when given, else the function's
+    `specsample_family` attribute, else "chain"."""
+    family = family or getattr(fn, "specsample_family", "chain")
+    if family not in FAMILIES:
+        raise ValueError(f"family: expected one of {', '.join(FAMILIES)}; got {family!r}")
+    return family
+
+
+def target_sampler(spec: str, device: str = "auto") -> ChainSampler:
+    """`MODULE:FUNCTION` with our `chain_rejection_sample` signature -> ChainSampler."""
+    return external_chain_sampler(load_target(spec), spec, device)
+
+
+def external_inputs(fn: Callable, device: str, inputs=None) -> tuple[str, str]:
+    """(inputs, device) of an external function: torch tensors on `device` unless `inputs` or the
+    function's `specsample_inputs` attribute says "numpy" (then on the CPU)."""
+    inputs = inputs or getattr(fn, "specsample_inputs", "torch")
+    return inputs, (_torch_device(device) if inputs == "torch" else "cpu")
+
+
+def external_chain_sampler(fn: Callable, name: str, device: str = "auto", inputs=None) -> ChainSampler:
+    """A bare function with our chain signature behind the protocol."""
+    inputs, device = external_inputs(fn, device, inputs)
+    return ChainSampler(fn, name, inputs, device, _takes_seeds(fn), f"external function {name}")
 
 
 def chain_sampler_for(adapter: str, device: str = "auto") -> ChainSampler:
@@ -309,12 +333,16 @@ def chain_sampler_for(adapter: str, device: str = "auto") -> ChainSampler:
 # --------------------------------------------------------------------------------------------
 
 
+GUMBEL_NOISES = ("token", "grouped", None)
+
+
 @dataclass
 class GumbelSampler:
     """fast_sample-style sampler: fn(probs [B, V], num_samples, seeds, offsets) -> indices [B, n].
     `noise` names the seeded noise contract its one-sample draws follow, which the coupling_seeded
     certificate compares against: "token" (the per-token race, `reference.gumbel.race_top_n` on
-    STREAM_GUMBEL) or "grouped" (`reference.gumbel.grouped_race`, specsample's fast_sample)."""
+    STREAM_GUMBEL), "grouped" (`reference.gumbel.grouped_race`, specsample's fast_sample) or None (a
+    random stream of the sampler's own: coupling_seeded is skipped, the laws still apply)."""
 
     fn: Callable
     name: str
@@ -322,7 +350,13 @@ class GumbelSampler:
     device: str = "cpu"
     description: str = ""
     is_kernel: bool = False
-    noise: str = "token"
+    noise: str | None = "token"
+
+    def __post_init__(self):
+        if self.noise not in GUMBEL_NOISES:
+            raise ValueError(
+                f"GumbelSampler {self.name}: noise must be one of {GUMBEL_NOISES}; got {self.noise!r}"
+            )
 
     def __call__(self, probs, num_samples: int, seeds, offsets, dtype: str = "float32") -> np.ndarray:
         if self.inputs == "numpy":
@@ -395,3 +429,12 @@ def specsample_gumbel_sampler(
         is_kernel=True,
         noise="grouped",
     )
+
+
+def external_gumbel_sampler(fn: Callable, name: str, device: str = "auto", inputs=None) -> GumbelSampler:
+    """A bare function with our `fast_sample` signature behind the protocol. Its seeded noise is what
+    its `specsample_noise` attribute declares ("token", "grouped"); without one the draws come from a
+    stream of its own and coupling_seeded is skipped."""
+    inputs, device = external_inputs(fn, device, inputs)
+    noise = getattr(fn, "specsample_noise", None)
+    return GumbelSampler(fn, name, inputs, device, f"external function {name}", noise=noise)

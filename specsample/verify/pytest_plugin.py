@@ -5,9 +5,11 @@ Options:
 
 Fixtures:
     specsample_budget   the selected `Budget`
-    specsample_certify  certify(fn_or_sampler, family="chain", laws=None, only=None, inputs=None,
-                        device="cpu") -> Certification; `.assert_passed()` raises AssertionError
-                        listing every failed certificate (law, case, statement)
+    specsample_certify  certify(fn_or_sampler, family=None, laws=None, only=None, inputs=None,
+                        device="cpu") -> Certification. family: "chain", "gumbel" or "logits"
+                        (default: the function's `specsample_family`, else chain);
+                        `.assert_passed()` raises AssertionError listing every failed
+                        certificate (law, case, statement)
 
 An engine's test suite certifies its own sampler with our signature in three lines::
 
@@ -65,7 +67,7 @@ class Certification:
 def certify(
     fn_or_sampler,
     *,
-    family: str = "chain",
+    family: str | None = None,
     budget="ci",
     laws=None,
     only=None,
@@ -74,21 +76,24 @@ def certify(
     name: str | None = None,
     salt: int = 0,
 ) -> Certification:
-    """Certify a sampler (a protocol object, or a bare function with our signature) at `budget`."""
+    """Certify a sampler at `budget`: a protocol object, or a bare function with the signature of
+    `family` ("chain", "gumbel" or "logits"; default: the function's `specsample_family` attribute,
+    else chain). A bare Gumbel or logits function is coupled with our Philox stream only where its
+    `specsample_noise` attribute declares it; otherwise its draws are certified by the laws alone."""
     from specsample.verify import runner
     from specsample.verify.budgets import Budget, get_budget
-    from specsample.verify.protocol import ChainSampler, GumbelSampler, _takes_seeds
+    from specsample.verify.logits_family import LogitsSampler
+    from specsample.verify.protocol import GumbelSampler, target_family
 
     b = budget if isinstance(budget, Budget) else get_budget(budget)
     sampler = fn_or_sampler
-    if not hasattr(sampler, "fn"):
-        fn = fn_or_sampler
-        ins = inputs or getattr(fn, "specsample_inputs", "torch")
-        label = name or getattr(fn, "__qualname__", "sampler")
-        if family == "gumbel":
-            sampler = GumbelSampler(fn, label, ins, device)
-        else:
-            sampler = ChainSampler(fn, label, ins, device, _takes_seeds(fn))
+    if hasattr(sampler, "fn"):  # a protocol object: its class says its family
+        kinds = ((GumbelSampler, "gumbel"), (LogitsSampler, "logits"))
+        family = family or next((f for cls, f in kinds if isinstance(sampler, cls)), "chain")
+    else:
+        family = target_family(fn_or_sampler, family)
+        label = name or getattr(fn_or_sampler, "__qualname__", "sampler")
+        sampler = runner.external_sampler(fn_or_sampler, label, family, device, inputs)
     recs = runner.certify_sampler_family(family, sampler, b, only=only, laws=laws, salt=salt)
     return Certification(recs)
 

@@ -21,10 +21,13 @@ from specsample.verify.cases import chain_cases
 from specsample.verify.protocol import (
     SamplerUnavailable,
     chain_sampler_for,
+    external_chain_sampler,
+    external_gumbel_sampler,
+    load_target,
     reference_grouped_gumbel_sampler,
     reference_gumbel_sampler,
     specsample_gumbel_sampler,
-    target_sampler,
+    target_family,
 )
 
 CHAIN_CASE_LAWS = {
@@ -189,13 +192,27 @@ class VerifyRun:
         return [r for r in self.records if not r.passed]
 
 
-def plan_samplers(adapters, target: str | None, device: str):
+def external_sampler(fn, name: str, family: str, device: str = "auto", inputs=None):
+    """A bare function with the signature of `family` ("chain", "gumbel", "logits") behind the
+    protocol: what `--target` and the pytest plugin certify."""
+    build = {
+        "chain": external_chain_sampler,
+        "gumbel": external_gumbel_sampler,
+        "logits": L.external_logits_sampler,
+    }[target_family(fn, family)]
+    return build(fn, name, device, inputs)
+
+
+def plan_samplers(adapters, target: str | None, device: str, family: str | None = None):
     """[(family, sampler)] and [(name, reason)] for what cannot be loaded.
 
-    With no adapter and no target: the float64 references (chain, gumbel, logits) and our kernels."""
+    With no adapter and no target: the float64 references (chain, gumbel, logits) and our kernels.
+    A target's family is `family`, else its function's `specsample_family`, else chain."""
     plan, missing = [], []
     if target:
-        plan.append(("chain", target_sampler(target, device)))
+        fn = load_target(target)
+        fam = target_family(fn, family)
+        plan.append((fam, external_sampler(fn, target, fam, device)))
         return plan, missing
     for adapter in adapters:
         try:
@@ -223,6 +240,7 @@ def verify(
     *,
     adapters=("reference", "specsample"),
     target=None,
+    family=None,
     device="auto",
     only=None,
     salt=0,
@@ -233,7 +251,7 @@ def verify(
     much time has passed: the run keeps what finished and says so in `stopped` (the CLI then exits
     3, not 0: an incomplete run certifies nothing about the certificates it skipped)."""
     t0 = time.perf_counter()
-    plan, missing = plan_samplers(adapters, target, device)
+    plan, missing = plan_samplers(adapters, target, device, family)
     run = VerifyRun(budget.name, device, unavailable=missing)
 
     def tick(rec):
