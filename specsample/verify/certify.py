@@ -91,6 +91,14 @@ def law_seed(case: str, law: str, salt: int = 0) -> int:
     return int.from_bytes(h[:8], "little") & ((1 << 62) - 1)
 
 
+def exact_record(
+    sampler: str, case: str, law: str, stmt: str, errs: list, n: int = 0, seed=None
+) -> CertRecord:
+    """The record of a deterministic certificate: failed iff any of its checks left an error."""
+    status = "fail" if errs else "pass"
+    return CertRecord(sampler, case, law, status, stmt, n, seed=seed, detail="; ".join(errs))
+
+
 def gof_rows(law: np.ndarray, budget: Budget) -> int:
     """Rows for a GOF run: specsample.stats' design n for (law, eps, alpha, beta), within the budget."""
     return sb.design_rows(

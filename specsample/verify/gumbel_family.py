@@ -6,7 +6,9 @@ two best scores are within float tolerance; samplers with noise="grouped" agains
 (designed chi-square of one draw against p),
 plackett_luce (ordered pairs of a top-2 draw against the exact Plackett-Luce law), zero_mass
 (deterministic: rows with mass only in the last tile at V = BLOCK - 1, BLOCK, BLOCK + 1, 2 BLOCK + 1 never
-emit a zero-mass or out-of-range id; an all-zero row returns -1).
+emit a zero-mass or out-of-range id; an all-zero row returns -1), determinism and batch_invariance
+(deterministic: the same call repeats, offsets + 1 draws afresh, and a request's draws do not depend on
+its batch mates).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from specsample.verify.certify import (
     CertRecord,
     _fmt,
     budget_gof,
+    exact_record,
     gof_record,
     gof_rows,
     law_seed,
@@ -217,3 +220,58 @@ def certify_gumbel_zero_mass(sampler: GumbelSampler, budget: Budget, salt=0) -> 
         stmt,
         detail="; ".join(errs[:6]),
     )
+
+
+def _gumbel_requests(rng, rows: int, vocab: int = 24):
+    """Distinct requests: a Dirichlet(0.5) row each, float32 values, seeds and offsets of their own."""
+    p = round_to_dtype(rng.dirichlet(np.full(vocab, 0.5), rows), "float32")
+    return p, rng.integers(0, 1 << 62, rows, dtype=np.int64), rng.integers(0, 1 << 40, rows, dtype=np.int64)
+
+
+# Two draws of one of these requests (the top-2, in order) agree with probability about 0.03 (the
+# reference on the certificate's 512 requests: 0.025); a sampler that ignores the offset agrees on
+# every row. Failing above 90% identical over 512 rows is a deterministic verdict for a correct
+# sampler (Hoeffding: below exp(-2 * 512 * 0.5^2) < 1e-100 if its agreement were even 0.4);
+# tests/verify/test_gumbel_invariance.py checks the reference's fraction on these requests.
+GUMBEL_FRESH_MAX_SAME = 0.9
+
+
+def certify_gumbel_determinism(sampler: GumbelSampler, budget: Budget, salt=0) -> CertRecord:
+    """Same inputs, same top-2 draws; the offset advanced by one, fresh draws."""
+    p, seeds, offsets = _gumbel_requests(case_rng("gumbel-determinism", salt), 512)
+    a = sampler(p, 2, seeds, offsets)
+    errs = []
+    if not np.array_equal(a, sampler(p, 2, seeds, offsets)):
+        errs.append("two identical calls differ")
+    same = float(np.mean(np.all(a == sampler(p, 2, seeds, offsets + 1), axis=1)))
+    if same > GUMBEL_FRESH_MAX_SAME:
+        errs.append(f"advancing offsets by 1 left {same:.1%} of rows identical (offset ignored?)")
+    stmt = f"same inputs -> same draws; offsets + 1 -> at most {GUMBEL_FRESH_MAX_SAME:.0%} of rows unchanged"
+    seed = law_seed("gumbel-determinism", "determinism", salt)
+    return exact_record(sampler.name, "seeded-batch", "determinism", stmt, errs, 512, seed)
+
+
+def certify_gumbel_batch_invariance(sampler: GumbelSampler, budget: Budget, salt=0) -> CertRecord:
+    """A request's draws alone, in a permuted batch, in half of it, and beside rows without mass."""
+    rng = case_rng("gumbel-batch-invariance", salt)
+    rows = 256
+    p, seeds, offsets = _gumbel_requests(rng, rows)
+    base = sampler(p, 2, seeds, offsets)
+    errs = []
+    perm = rng.permutation(rows)
+    for label, sel in (
+        ("permuting the batch", perm),
+        ("a sub-batch", np.arange(rows // 2, rows)),
+        ("request 7 alone", np.arange(7, 8)),
+    ):
+        if not np.array_equal(sampler(p[sel], 2, seeds[sel], offsets[sel]), base[sel]):
+            errs.append(f"{label} changed some request's draws")
+    junk = p.copy()
+    junk[::3] = 0.0
+    junk[1::3] = np.nan
+    kept = np.arange(rows) % 3 == 2
+    if not np.array_equal(sampler(junk, 2, seeds, offsets)[kept], base[kept]):
+        errs.append("batch mates without mass or with NaN changed some request's draws")
+    stmt = "seeded draws invariant to permutation, sub-batching, batch size 1 and empty / NaN batch mates"
+    seed = law_seed("gumbel-batch-invariance", "batch_invariance", salt)
+    return exact_record(sampler.name, "seeded-batch", "batch_invariance", stmt, errs, rows, seed)

@@ -5,7 +5,9 @@ A logits sampler is fn(target_logits [B, K+1, V], draft_token_ids [B, K], draft_
 Laws: coupling_seeded (token for token against `specsample.reference.logits` on the same Philox
 stream, rows flagged ambiguous by the reference excluded), greedy (deterministic: T = 0 rows accept
 x iff x = argmax and emit the argmax, mixed with sampled rows in one batch), conditional (designed GOF
-of the joint (a, token) law at T = 0.7 and 1.5 against `reference.logits.output_law`).
+of the joint (a, token) law at T = 0.7 and 1.5 against `reference.logits.output_law`), and once per
+sampler edge (deterministic: non-finite logits, rows without mass, invalid ids and temperatures,
+ragged counts), determinism and batch_invariance (`verify/logits_edges.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsample.reference.logits import output_law, rejection_sample_logits_reference, softmax_logits
+from specsample.verify import logits_edges as E
 from specsample.verify import stats_bridge as sb
 from specsample.verify.budgets import Budget
 from specsample.verify.cases import case_rng, round_to_dtype
@@ -39,6 +42,8 @@ from specsample.verify.protocol import (
 
 LOGITS_BUGS = {
     "greedy_at_T1": "greedy rows (temperature 0) are sampled at temperature 1 (SGLang #37134)",
+    "nan_logits_out_of_vocab": "a sampled row whose emitting logits hold a NaN emits id V, outside the "
+    "vocabulary (vLLM #20531, #21876)",
 }
 
 
@@ -97,9 +102,18 @@ def _reference_fn(bugs=frozenset()):
         t = np.asarray(temperature, np.float64)
         if "greedy_at_T1" in bugs:
             t = np.where(t == 0, 1.0, t)
-        return rejection_sample_logits_reference(
+        res = rejection_sample_logits_reference(
             lg, ids, dl, temperature=t, seeds=seeds, offsets=offsets, num_draft_tokens=num_draft_tokens
         )
+        if "nan_logits_out_of_vocab" in bugs:
+            lg = np.asarray(lg)
+            rows = np.arange(lg.shape[0])
+            a = res.num_accepted.astype(np.int64)
+            nan_row = np.isnan(lg[rows, a]).any(axis=1) & (t > 0) & (t < np.inf)
+            tokens = res.tokens.copy()
+            tokens[rows[nan_row], a[nan_row]] = lg.shape[2]
+            res = res._replace(tokens=tokens)
+        return res
 
     return fn
 
@@ -266,15 +280,33 @@ LOGITS_LAWS = {
 }
 
 
+def _case_free(fn):
+    """A case-independent certificate fn(sampler, budget, salt) in _run's calling convention."""
+    return lambda sampler, case, budget, salt=0: fn(sampler, budget, salt)
+
+
+LOGITS_GLOBAL = {  # case-independent (inputs of their own): run once per sampler
+    "edge": _case_free(E.certify_logits_edges),
+    "determinism": _case_free(E.certify_logits_determinism),
+    "batch_invariance": _case_free(E.certify_logits_batch_invariance),
+}
+
+
+def _wanted(law: str, key: str, laws, only) -> bool:
+    return (laws is None or law in laws) and (not only or any(tok in key for tok in only))
+
+
 def certify_logits(sampler, budget: Budget, *, salt: int = 0, only=None, laws=None) -> list[CertRecord]:
     recs = []
+    for law, fn in LOGITS_GLOBAL.items():
+        if _wanted(law, f"{sampler.name}/{law}", laws, only):
+            recs.append(
+                _run(law, fn, sampler, ("edge-cases" if law == "edge" else "seeded-batch",), budget, salt)
+            )
     for case in logits_cases():
         for law, fn in LOGITS_LAWS.items():
-            if laws is not None and law not in laws:
-                continue
-            if only and not any(tok in f"{sampler.name}/{case[0]}/{law}" for tok in only):
-                continue
-            recs.append(_run(law, fn, sampler, case, budget, salt))
+            if _wanted(law, f"{sampler.name}/{case[0]}/{law}", laws, only):
+                recs.append(_run(law, fn, sampler, case, budget, salt))
     return recs
 
 

@@ -154,6 +154,9 @@ _ANCHORS = {
     "kernel_offset_ignored": "FlashInfer (frozen randomness across CUDA-graph replays)",
     "kernel_offset_int32_overflow": "vLLM #46560",
     "kernel_nan_not_sanitised": "vLLM #20531",
+    "greedy_at_T1": "SGLang #37134",
+    "nan_logits_out_of_vocab": "vLLM #20531, #21876",
+    "kernel_logits_nan_not_cleaned": "vLLM #20531, #45060",
 }
 
 # Kernel patches: (name, module, description, [(old, new), ...]). Each snippet must occur exactly once
@@ -312,6 +315,13 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
             )
         ],
     ),
+    (
+        "kernel_logits_nan_not_cleaned",
+        _LOGITS,
+        "rejection_sample_logits kernel: a statistics chunk whose sum comes out NaN is never read again "
+        "through the NaN / inf clean, so NaN and +inf logits reach the statistics",
+        [(r"return tl\.max\(bad, axis=0\) > 0", "return tl.max(bad, axis=0) > 1")],
+    ),
 ]
 
 
@@ -335,7 +345,7 @@ def catalogue(include_kernel: bool = True) -> list[Mutant]:
                 "logits",
                 "reference copy (verify.logits_family)",
                 logits_family.mutant_factory(bug),
-                "SGLang #37134",
+                _ANCHORS.get(bug, ""),
             )
         )
     if include_kernel:

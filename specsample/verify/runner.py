@@ -125,8 +125,16 @@ def _case_free(fn):
     return call
 
 
-def _gumbel_global(sampler, case, budget, salt=0):
-    return G.certify_gumbel_zero_mass(sampler, budget, salt)
+GUMBEL_GLOBAL = {  # case-independent (inputs of their own): run once per sampler
+    "zero_mass": G.certify_gumbel_zero_mass,
+    "determinism": G.certify_gumbel_determinism,
+    "batch_invariance": G.certify_gumbel_batch_invariance,
+}
+GUMBEL_GLOBAL_CASE = {
+    "zero_mass": "tile-boundaries",
+    "determinism": "seeded-batch",
+    "batch_invariance": "seeded-batch",
+}
 
 
 def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt=0, progress=None, laws=None):
@@ -148,11 +156,12 @@ def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt
             rec.seconds = time.perf_counter() - t0
             recs.append(rec)
             _tick(progress, rec)
-    if (laws is None or "zero_mass" in laws) and _selected(only, sampler.name, "zero_mass"):
-        rec = C.timed(_gumbel_global, sampler, _Global("tile-boundaries"), budget, salt=salt)
-        rec.law = "zero_mass"
-        recs.append(rec)
-        _tick(progress, rec)
+    for law, fn in GUMBEL_GLOBAL.items():
+        if (laws is None or law in laws) and _selected(only, sampler.name, law):
+            rec = C.timed(_case_free(fn), sampler, _Global(GUMBEL_GLOBAL_CASE[law]), budget, salt=salt)
+            rec.law = law
+            recs.append(rec)
+            _tick(progress, rec)
     return recs
 
 

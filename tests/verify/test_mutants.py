@@ -38,6 +38,8 @@ def test_catalogue_has_the_required_bugs():
         "offset_int32_overflow",
         "invalid_draft_accepted",
         "greedy_at_T1",
+        "nan_logits_out_of_vocab",
+        "kernel_logits_nan_not_cleaned",
         "bonus_wrong_position",
         "gumbel_tile_tail",
     }

@@ -28,8 +28,8 @@ def test_reference_passes_every_ci_certificate(family):
         "logits": logits_family.mutable_logits_sampler(name="reference"),
     }[family]
     recs = runner.certify_sampler_family(family, sampler, get_budget("ci"))
-    # logits: 6 cases (logits_family.logits_cases; two in bfloat16) x 3 laws
-    assert len(recs) >= 20 if family != "logits" else len(recs) == 18
+    # logits: 6 cases (logits_family.logits_cases; two in bfloat16) x 3 laws, and 3 case-free laws
+    assert len(recs) >= 20 if family != "logits" else len(recs) == 21
     assert not _failures(recs), _failures(recs)
     # every sampled law states its sample size (summary.tsv's n column)
     assert all(r.n > 0 for r in recs if r.law in ("conditional", "joint", "gof", "coupling_seeded")), [
@@ -48,8 +48,8 @@ def test_reference_passes_every_ci_certificate(family):
             "determinism",
             "batch_invariance",
         },
-        "gumbel": {"coupling_seeded", "gof", "plackett_luce", "zero_mass"},
-        "logits": {"coupling_seeded", "greedy", "conditional"},
+        "gumbel": {"coupling_seeded", "gof", "plackett_luce", "zero_mass", "determinism", "batch_invariance"},
+        "logits": {"coupling_seeded", "greedy", "conditional", "edge", "determinism", "batch_invariance"},
     }[family]
     assert expected <= laws, f"laws that never passed: {expected - laws}"
 

@@ -44,14 +44,18 @@ def test_own_stream_gumbel_sampler_passes_with_its_coupling_skipped():
 
 
 @pytest.mark.parametrize(
-    "fn, law",
-    [("fast_sample_frozen_offsets", "gof"), ("fast_sample_seed_index0", "plackett_luce")],
+    "fn, laws",
+    [
+        ("fast_sample_frozen_offsets", {"gof", "determinism"}),
+        ("fast_sample_seed_index0", {"plackett_luce", "batch_invariance"}),
+    ],
 )
-def test_flashinfer_seeding_bugs_fail_the_law_they_break(fn, law):
-    """Frozen offsets: one seed over many offsets draws one token (gof). seeds[0] for every row: many
-    seeds at one offset draw one pair (plackett_luce)."""
+def test_flashinfer_seeding_bugs_fail_the_laws_they_break(fn, laws):
+    """Frozen offsets: offsets + 1 repeats every draw (determinism), and one seed over many offsets
+    draws one token (gof). seeds[0] for every row: a request's draws depend on its batch
+    (batch_invariance), and many seeds at one offset draw one pair (plackett_luce)."""
     run = _run(GUMBEL + fn)
-    assert law in {r.law for r in run.failed}, [(r.case, r.law, r.status) for r in run.records]
+    assert {r.law for r in run.failed} == laws, [(r.case, r.law, r.status) for r in run.records]
 
 
 def test_cli_exit_status_follows_the_family():
