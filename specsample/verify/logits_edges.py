@@ -233,8 +233,8 @@ def _requests(rng, rows: int, classic: bool):
 # (the reference on 4096 of them: 0.20 classic, 0.17 one-hot); a sampler that ignores the offset
 # agrees on every row. Over the ~380 sampled rows of 512, failing above 90% identical is a
 # deterministic verdict for a correct sampler (Hoeffding: below exp(-2 * 380 * 0.5^2) < 1e-80 if its
-# agreement were even 0.4); test_logits_edges.py checks the reference's fraction on the certificate's
-# own requests.
+# agreement were even 0.4); tests/verify/test_logits_edge_certificates.py checks the reference's
+# fraction on the certificate's own requests.
 FRESH_MAX_SAME = 0.9
 
 
