@@ -248,7 +248,7 @@ def certify_gumbel_determinism(sampler: GumbelSampler, budget: Budget, salt=0) -
         errs.append(f"advancing offsets by 1 left {same:.1%} of rows identical (offset ignored?)")
     stmt = f"same inputs -> same draws; offsets + 1 -> at most {GUMBEL_FRESH_MAX_SAME:.0%} of rows unchanged"
     seed = law_seed("gumbel-determinism", "determinism", salt)
-    return exact_record(sampler.name, "seeded-batch", "determinism", stmt, errs, 512, seed)
+    return exact_record(sampler.name, "gumbel-seeded-batch", "determinism", stmt, errs, 512, seed)
 
 
 def certify_gumbel_batch_invariance(sampler: GumbelSampler, budget: Budget, salt=0) -> CertRecord:
@@ -274,4 +274,4 @@ def certify_gumbel_batch_invariance(sampler: GumbelSampler, budget: Budget, salt
         errs.append("batch mates without mass or with NaN changed some request's draws")
     stmt = "seeded draws invariant to permutation, sub-batching, batch size 1 and empty / NaN batch mates"
     seed = law_seed("gumbel-batch-invariance", "batch_invariance", salt)
-    return exact_record(sampler.name, "seeded-batch", "batch_invariance", stmt, errs, rows, seed)
+    return exact_record(sampler.name, "gumbel-seeded-batch", "batch_invariance", stmt, errs, rows, seed)

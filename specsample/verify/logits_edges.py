@@ -28,6 +28,12 @@ from specsample.verify.cases import case_rng, round_to_dtype
 from specsample.verify.certify import CertRecord, exact_record, law_seed
 
 VOCAB, K, ROWS = 40, 3, 256
+# the case names of the certificates below in reports (the chain family's are "edge-cases", "seeded-batch")
+LOGITS_GLOBAL_CASE = {
+    "edge": "logits-edge-cases",
+    "determinism": "logits-seeded-batch",
+    "batch_invariance": "logits-seeded-batch",
+}
 _BAD_T = (-1.0, np.nan, np.inf)
 
 
@@ -214,7 +220,7 @@ def certify_logits_edges(sampler, budget, salt: int = 0) -> CertRecord:
             errs.append(f"{name}: raised {type(exc).__name__}: {str(exc)[:200]}")
     stmt = f"deterministic logits edge semantics ({', '.join(LOGITS_EDGE_CHECKS)})"
     seed = law_seed("logits-edge", "edge", salt)
-    return exact_record(sampler.name, "edge-cases", "edge", stmt, errs, ROWS, seed)
+    return exact_record(sampler.name, LOGITS_GLOBAL_CASE["edge"], "edge", stmt, errs, ROWS, seed)
 
 
 def _same(a, b) -> np.ndarray:
@@ -263,7 +269,9 @@ def certify_logits_determinism(sampler, budget, salt: int = 0) -> CertRecord:
         f"same inputs -> same outputs; offsets + 1 -> at most {FRESH_MAX_SAME:.0%} of sampled rows unchanged"
     )
     seed = law_seed("logits-determinism", "determinism", salt)
-    return exact_record(sampler.name, "seeded-batch", "determinism", stmt, errs, 1024, seed)
+    return exact_record(
+        sampler.name, LOGITS_GLOBAL_CASE["determinism"], "determinism", stmt, errs, 1024, seed
+    )
 
 
 def certify_logits_batch_invariance(sampler, budget, salt: int = 0) -> CertRecord:
@@ -297,7 +305,9 @@ def certify_logits_batch_invariance(sampler, budget, salt: int = 0) -> CertRecor
         "seeded outputs invariant to permutation, sub-batching, batch size 1 and NaN / invalid-T batch mates"
     )
     seed = law_seed("logits-batch-invariance", "batch_invariance", salt)
-    return exact_record(sampler.name, "seeded-batch", "batch_invariance", stmt, errs, 2 * rows, seed)
+    return exact_record(
+        sampler.name, LOGITS_GLOBAL_CASE["batch_invariance"], "batch_invariance", stmt, errs, 2 * rows, seed
+    )
 
 
 def _rows_of(sampler, batch, sel):

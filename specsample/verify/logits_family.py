@@ -299,10 +299,9 @@ def _wanted(law: str, key: str, laws, only) -> bool:
 def certify_logits(sampler, budget: Budget, *, salt: int = 0, only=None, laws=None) -> list[CertRecord]:
     recs = []
     for law, fn in LOGITS_GLOBAL.items():
-        if _wanted(law, f"{sampler.name}/{law}", laws, only):
-            recs.append(
-                _run(law, fn, sampler, ("edge-cases" if law == "edge" else "seeded-batch",), budget, salt)
-            )
+        case = E.LOGITS_GLOBAL_CASE[law]
+        if _wanted(law, f"{sampler.name}/{case}/{law}", laws, only):
+            recs.append(_run(law, fn, sampler, (case,), budget, salt))
     for case in logits_cases():
         for law, fn in LOGITS_LAWS.items():
             if _wanted(law, f"{sampler.name}/{case[0]}/{law}", laws, only):

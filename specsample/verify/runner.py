@@ -132,8 +132,8 @@ GUMBEL_GLOBAL = {  # case-independent (inputs of their own): run once per sample
 }
 GUMBEL_GLOBAL_CASE = {
     "zero_mass": "tile-boundaries",
-    "determinism": "seeded-batch",
-    "batch_invariance": "seeded-batch",
+    "determinism": "gumbel-seeded-batch",
+    "batch_invariance": "gumbel-seeded-batch",
 }
 
 
@@ -157,7 +157,7 @@ def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt
             recs.append(rec)
             _tick(progress, rec)
     for law, fn in GUMBEL_GLOBAL.items():
-        if (laws is None or law in laws) and _selected(only, sampler.name, law):
+        if (laws is None or law in laws) and _selected(only, sampler.name, GUMBEL_GLOBAL_CASE[law], law):
             rec = C.timed(_case_free(fn), sampler, _Global(GUMBEL_GLOBAL_CASE[law]), budget, salt=salt)
             rec.law = law
             recs.append(rec)
