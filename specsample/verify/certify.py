@@ -91,6 +91,17 @@ def law_seed(case: str, law: str, salt: int = 0) -> int:
     return int.from_bytes(h[:8], "little") & ((1 << 62) - 1)
 
 
+def case_free(fn):
+    """Adapt a case-independent certificate fn(sampler, budget, salt) to the per-case calling
+    convention fn(sampler, case, budget, salt) (timed(), the logits family's _run)."""
+
+    def call(sampler, case, budget, salt=0):
+        return fn(sampler, budget, salt)
+
+    call.__name__ = fn.__name__
+    return call
+
+
 def exact_record(
     sampler: str, case: str, law: str, stmt: str, errs: list, n: int = 0, seed=None
 ) -> CertRecord:

@@ -25,7 +25,7 @@ import numpy as np
 
 from specsample.reference.logits import rejection_sample_logits_reference
 from specsample.verify.cases import case_rng, round_to_dtype
-from specsample.verify.certify import CertRecord, exact_record, law_seed
+from specsample.verify.certify import CertRecord, _structure_violations, exact_record, law_seed
 
 VOCAB, K, ROWS = 40, 3, 256
 # the case names of the certificates below in reports (the chain family's are "edge-cases", "seeded-batch")
@@ -70,28 +70,22 @@ def _count(mask) -> int:
 
 
 def _structure(label, out, lg, ids, dl, temps, n) -> list[str]:
-    """The row properties every sampler must have, whatever its random stream (module docstring)."""
+    """The row properties every sampler must have, whatever its random stream (module docstring): the
+    chain's output structure (certify._structure_violations), then what the logits say about mass."""
     rows, k1, vocab = lg.shape
     k = k1 - 1
-    tok, a, valid = out.tokens, out.num_accepted, out.valid
-    if tok.shape != (rows, k1):
-        return [f"{label}: tokens of shape {tok.shape}, want {(rows, k1)}"]
-    errs = []
+    if out.tokens.shape != (rows, k1):
+        return [f"{label}: tokens of shape {out.tokens.shape}, want {(rows, k1)}"]
     n = np.full(rows, k) if n is None else np.clip(n, 0, k)
-    out_of_range = (tok < -1) | (tok >= vocab)
-    if out_of_range.any():
-        errs.append(f"{label}: ids outside [-1, V) emitted: {sorted(set(tok[out_of_range].tolist()))[:4]}")
-        return errs
-    if np.any((a < 0) | (a > n)):
-        errs.append(f"{label}: num_accepted outside [0, n] in {int(np.sum((a < 0) | (a > n)))} rows")
-        return errs
+    broken = _structure_violations(out, ids, n, vocab)
+    if broken:
+        return [f"{label}: {broken}"]
+    errs = []
+    tok, a = out.tokens, out.num_accepted
     r = np.arange(rows)
-    cols = np.arange(k1)[None, :]
     finite = np.isfinite(lg)
     if k:
-        acc = cols[:, :k] < a[:, None]
-        if np.any(acc & (tok[:, :k] != ids)):
-            errs.append(f"{label}: accepted positions do not echo the drafts")
+        acc = np.arange(k)[None, :] < a[:, None]
         safe = np.clip(ids, 0, vocab - 1)
         mass = finite[r[:, None], np.arange(k)[None, :], safe] & (ids >= 0) & (ids < vocab)
         if dl is not None:  # sampled rows accept only where q(x) > 0; greedy rows ignore the draft's logits
@@ -112,11 +106,9 @@ def _structure(label, out, lg, ids, dl, temps, n) -> list[str]:
     if np.any((emitted >= 0) & ~got_mass):
         bad = sorted(set(emitted[(emitted >= 0) & ~got_mass].tolist()))[:4]
         errs.append(f"{label}: tokens with a non-finite target logit emitted: {bad}")
-    if np.any((cols > a[:, None]) & (tok != -1)):
-        errs.append(f"{label}: tokens after the emitted one are not -1")
-    if np.any(valid != (emitted >= 0)):
+    if np.any(out.valid != (emitted >= 0)):  # _structure_violations checks one direction only
         errs.append(
-            f"{label}: `valid` disagrees with the emitted token in {_count(valid != (emitted >= 0))} rows"
+            f"{label}: `valid` disagrees with the emitted token in {_count(out.valid != (emitted >= 0))} rows"
         )
     return errs
 

@@ -27,6 +27,7 @@ from specsample.verify.certify import (
     GofTally,
     _fmt,
     budget_gof,
+    case_free,
     gof_rows,
     law_seed,
     seeded_coupling_record,
@@ -280,15 +281,10 @@ LOGITS_LAWS = {
 }
 
 
-def _case_free(fn):
-    """A case-independent certificate fn(sampler, budget, salt) in _run's calling convention."""
-    return lambda sampler, case, budget, salt=0: fn(sampler, budget, salt)
-
-
 LOGITS_GLOBAL = {  # case-independent (inputs of their own): run once per sampler
-    "edge": _case_free(E.certify_logits_edges),
-    "determinism": _case_free(E.certify_logits_determinism),
-    "batch_invariance": _case_free(E.certify_logits_batch_invariance),
+    "edge": case_free(E.certify_logits_edges),
+    "determinism": case_free(E.certify_logits_determinism),
+    "batch_invariance": case_free(E.certify_logits_batch_invariance),
 }
 
 

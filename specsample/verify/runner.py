@@ -79,7 +79,7 @@ def certify_chain(sampler, budget: Budget, *, only=None, case_filter=None, salt=
     for law, fn in CHAIN_GLOBAL.items():
         if (laws is not None and law not in laws) or not _selected(only, sampler.name, law):
             continue
-        rec = C.timed(_case_free(fn), sampler, _Global(law), budget, salt=salt)
+        rec = C.timed(C.case_free(fn), sampler, _Global(law), budget, salt=salt)
         rec.law = law
         recs.append(rec)
         _tick(progress, rec)
@@ -115,16 +115,6 @@ class _Global:
     name: str
 
 
-def _case_free(fn):
-    """Adapt a case-independent certificate fn(sampler, budget, salt) to timed()'s calling convention."""
-
-    def call(sampler, case, budget, salt=0):
-        return fn(sampler, budget, salt)
-
-    call.__name__ = fn.__name__
-    return call
-
-
 GUMBEL_GLOBAL = {  # case-independent (inputs of their own): run once per sampler
     "zero_mass": G.certify_gumbel_zero_mass,
     "determinism": G.certify_gumbel_determinism,
@@ -158,7 +148,7 @@ def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt
             _tick(progress, rec)
     for law, fn in GUMBEL_GLOBAL.items():
         if (laws is None or law in laws) and _selected(only, sampler.name, GUMBEL_GLOBAL_CASE[law], law):
-            rec = C.timed(_case_free(fn), sampler, _Global(GUMBEL_GLOBAL_CASE[law]), budget, salt=salt)
+            rec = C.timed(C.case_free(fn), sampler, _Global(GUMBEL_GLOBAL_CASE[law]), budget, salt=salt)
             rec.law = law
             recs.append(rec)
             _tick(progress, rec)
