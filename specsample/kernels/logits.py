@@ -1693,8 +1693,11 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # 302.1 -> 292.6 (fp32), 190.5 -> 184.7 (bf16). 4 -> 8 warps: run 131 114.6 -> 111.8,
     # 80.2 -> 74.9, 289.5 -> 287.1, 182.6 -> 180.3; run 132 (graph µs) 101.0 -> 98.7 and
     # 73.7 -> 68.1 at (64, 4, 151936), B = 1-32 (unscreened) unchanged. (Run 79: 1-8 warps within
-    # 0.5 µs without the threshold.)
-    accept_warps = cfg["accept_warps"] or (8 if screen else 1)
+    # 0.5 µs without the threshold.) 8 -> 16 warps: run 138 (three rounds each, zero_pause µs, every
+    # round faster, outputs bit-identical) 113.1 -> 111.7 fp32 and 73.6 -> 72.1 bf16 at (64, 4, 151936),
+    # 290.7 -> 289.9 and 172.3 -> 171.5 at (128, 8, 128256); 32 warps 0.3-1.5 µs slower than 8. (The
+    # pick at 8 / 16 warps instead of 4: within +-0.1 / +0.7 µs, not changed.)
+    accept_warps = cfg["accept_warps"] or (16 if screen else 1)
     accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
                        BLOCK_ROWS=accept_rows, NCB=ncb, num_warps=accept_warps, SCREEN=screen,
                        GB=slab, PARTS=parts, GW=race_gw, FAST_LOG=cfg["fast_log"],
