@@ -1686,7 +1686,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large
     ncb = min(next_pow2(nc1), max(1, _INTERP_TILE_ELEMENTS // (accept_rows * next_pow2(k_plus_1))), 64)
-    # accept_warps None (the GPU default): 8 where the accept kernel computes the screening threshold
+    # accept_warps None (the GPU default): 16 where the accept kernel computes the screening threshold
     # (1024 groups of row j per slab), 1 elsewhere. H200 run 129 (same session, two rounds,
     # zero_pause µs, classic, against no threshold): 1 warp 117.9 -> 132.7 at fp32 (64, 4, 151936)
     # and 80.8 -> 96.4 in bf16; 4 warps 117.9 -> 115.8, 80.8 -> 80.2, and at (128, 8, 128256)
@@ -1696,7 +1696,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # 0.5 µs without the threshold.) 8 -> 16 warps: run 138 (three rounds each, zero_pause µs, every
     # round faster, outputs bit-identical) 113.1 -> 111.7 fp32 and 73.6 -> 72.1 bf16 at (64, 4, 151936),
     # 290.7 -> 289.9 and 172.3 -> 171.5 at (128, 8, 128256); 32 warps 0.3-1.5 µs slower than 8. (The
-    # pick at 8 / 16 warps instead of 4: within +-0.1 / +0.7 µs, not changed.)
+    # pick at 8 warps instead of 4: within 0.1 µs; at 16: 0.2-0.7 µs slower; not changed.)
     accept_warps = cfg["accept_warps"] or (16 if screen else 1)
     accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
                        BLOCK_ROWS=accept_rows, NCB=ncb, num_warps=accept_warps, SCREEN=screen,
