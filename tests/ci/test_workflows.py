@@ -30,3 +30,19 @@ def test_gpu_workflow_runs_make_verify_and_bench_on_a_gpu_runner():
 def test_ci_run_calls_the_readme_test_command():
     assert "make test" in (ROOT / ".ci/run").read_text()
     assert "make test" in (ROOT / "README.md").read_text()
+
+
+def test_gpu_session_test_halves_cover_every_test_path_once():
+    """ci/gpu_session.sh's tests-gpu + tests-cpu steps together run exactly the suite's top-level
+    entries (a new tests/ directory left out of both would go unrun on capped GPU machines)."""
+    import re
+
+    text = (ROOT / "ci/gpu_session.sh").read_text().replace("\\\n", " ")
+    halves = []
+    for part in ("tests-gpu", "tests-cpu"):
+        line = re.search(rf"^\s*{part}\)\s*step {part} (.*?);;", text, re.M)
+        assert line, f"ci/gpu_session.sh has no {part} step"
+        halves += [w for w in line.group(1).split() if w.startswith("tests/")]
+    entries = sorted(f"tests/{p.name}" for p in (ROOT / "tests").iterdir()
+                     if (p.is_dir() and p.name != "__pycache__") or p.name.startswith("test_"))  # fmt: skip
+    assert sorted(halves) == entries
