@@ -10,7 +10,9 @@ Race programs hold `tiles` tiles of 512 tokens (two groups each), read their til
 first, then every tile whose bound reaches the best score read so far or the threshold tau
 (kernels/logits.py `_screened_race`). Printed per threshold rule: the share of tiles read and of
 programs reading any tile. Session 19 (benchmarks/NOTES.md) used it to choose `_screen_threshold`'s
-rule (the best-bound group of each of 4 segments of the row's 1024 group slots).
+rule (the best-bound group of each of 4 segments of the row's 1024 group slots). Last, per row, the
+groups whose bound reaches the winner's score (what any exact screened race must read, in whatever
+program) and those reaching the 4-segment tau: mean and percentiles (session 22).
 """
 
 from __future__ import annotations
@@ -88,13 +90,21 @@ def main() -> None:
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     sums = collections.defaultdict(lambda: np.zeros(4, dtype=np.int64))
+    must, over_tau = [], []
     for _ in range(args.rows):
         bound, score = row_scores(rng, args.vocab)
-        for rule, tau in thresholds(bound, score).items():
+        taus = thresholds(bound, score)
+        for rule, tau in taus.items():
             read, total, busy = tiles_read(bound, score, tau, args.tiles)
             sums[rule] += (read, total, busy, -(-len(bound) // (TILE // GROUP * args.tiles)))
+        must.append(int((bound >= score.max()).sum()))
+        over_tau.append(int((bound >= taus["best-bound group of 4 segments"]).sum()))
     for rule, (read, total, busy, programs) in sums.items():
         print(f"{rule:32s} tiles read {read}/{total} ({read / total:.1%}); programs reading any {busy}/{programs}")
+    for name, counts in (("bound >= the winner's score", must), ("bound >= 4-segment tau", over_tau)):
+        c = np.array(counts)
+        print(f"groups per row with {name:28s} mean {c.mean():.2f}, median {np.median(c):.0f}, "
+              f"p90 {np.percentile(c, 90):.0f}, p99 {np.percentile(c, 99):.0f}, max {c.max()} (of {len(bound)})")
 
 
 if __name__ == "__main__":
