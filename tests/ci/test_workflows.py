@@ -1,5 +1,6 @@
 """The CI workflow files are valid YAML and run the same make targets a developer runs."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,6 @@ def test_ci_run_calls_the_readme_test_command():
 def test_gpu_session_test_halves_cover_every_test_path_once():
     """ci/gpu_session.sh's tests-gpu + tests-cpu steps together run exactly the suite's top-level
     entries (a new tests/ directory left out of both would go unrun on capped GPU machines)."""
-    import re
-
     text = (ROOT / "ci/gpu_session.sh").read_text().replace("\\\n", " ")
     halves = []
     for part in ("tests-gpu", "tests-cpu"):
