@@ -10,9 +10,16 @@ import torch
 
 @functools.cache
 def interpreting() -> bool:
-    """True when Triton runs kernels with its CPU interpreter (TRITON_INTERPRET=1). Read once: the
-    variable only takes effect if set before triton is first imported, so it cannot change later."""
+    """True when Triton runs kernels with its CPU interpreter (TRITON_INTERPRET=1). Read once, as our
+    kernel modules are decorated: `triton.jit` reads the variable at decoration, so setting it later
+    changes only modules decorated afterwards (nothing in specsample sets it once triton is imported)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+if interpreting():
+    from specsample.kernels._interpreter_compat import install as _install_interpreter_compat
+
+    _install_interpreter_compat()  # Triton <= 3.6's interpreter on NumPy >= 2.4 (see the module)
 
 
 # Streaming multiprocessors of the H200, the GPU every default tiling was measured on; the launchers
