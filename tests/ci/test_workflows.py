@@ -1,5 +1,6 @@
 """The CI workflow files are valid YAML and run the same make targets a developer runs."""
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -33,15 +34,27 @@ def test_ci_run_calls_the_readme_test_command():
     assert "make test" in (ROOT / "README.md").read_text()
 
 
-def test_gpu_session_test_halves_cover_every_test_path_once():
-    """ci/gpu_session.sh's tests-gpu + tests-cpu steps together run exactly the suite's top-level
-    entries (a new tests/ directory left out of both would go unrun on capped GPU machines)."""
-    text = (ROOT / "ci/gpu_session.sh").read_text().replace("\\\n", " ")
-    halves = []
-    for part in ("tests-gpu", "tests-cpu"):
-        line = re.search(rf"^\s*{part}\)\s*step {part} (.*?);;", text, re.M)
-        assert line, f"ci/gpu_session.sh has no {part} step"
-        halves += [w for w in line.group(1).split() if w.startswith("tests/")]
-    entries = sorted(f"tests/{p.name}" for p in (ROOT / "tests").iterdir()
-                     if (p.is_dir() and p.name != "__pycache__") or p.name.startswith("test_"))  # fmt: skip
-    assert sorted(halves) == entries
+def _pytest_shards():
+    spec = importlib.util.spec_from_file_location("pytest_shards", ROOT / "ci/gpu/pytest_shards.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_session_tests_step_runs_the_sharded_suite():
+    text = (ROOT / "ci/gpu_session.sh").read_text()
+    line = re.search(r"^\s*tests\)\s*step tests (.*?);;", text, re.M)
+    assert line and "ci/gpu/pytest_shards.py" in line.group(1) and line.group(1).split()[-1] == "tests"
+
+
+@pytest.mark.parametrize("shards", [1, 3, 8])
+def test_pytest_shards_run_every_test_file_exactly_once(shards):
+    """The shards together hold each test_*.py of the suite once (a file left out would go unrun on
+    the GPU; one in two shards would run twice), in at most `shards` non-empty groups."""
+    ps = _pytest_shards()
+    files = ps.find_test_files(["tests"])
+    every = sorted(p for p in (ROOT / "tests").rglob("test_*.py") if "__pycache__" not in p.parts)
+    assert files == every and len(files) > 50
+    groups = ps.assign(files, shards)
+    assert 1 <= len(groups) <= shards and all(groups)
+    assert sorted(f for g in groups for f in g) == every
