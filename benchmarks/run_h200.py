@@ -75,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         "--dry-run", action="store_true", help="CPU, tiny shapes, host clock: tests the pipeline"
     )
     args = parser.parse_args(argv)
-    if args.dry_run:
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
+    if args.dry_run and "triton" not in sys.modules:
+        # only before triton's first import: `triton.jit` reads it as each kernel is decorated
+        os.environ.setdefault("TRITON_INTERPRET", "1")
 
     from benchmarks import shapes
     from benchmarks.harness import BenchSession, Skip
@@ -100,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run_h200: {exc}", file=sys.stderr)
         return 2
     machine = machine_info()
+    if args.dry_run:  # measured on the CPU, whatever GPU the machine holds
+        for key in ("sm_count", "l2_cache_bytes", "memory_bytes", "driver"):
+            machine.pop(key, None)
+        machine.update(gpu=session.gpu, gpu_slug=gpu_slug(session.gpu))
     machine["copy_bandwidth_GBps"] = session.copy_bandwidth / 1e9
     machine["slowed_kernels"] = sorted(slowed_kernels())
     slug = gpu_slug(session.gpu)

@@ -4,6 +4,7 @@ TRITON_INTERPRET must be set before triton is first imported, so it is decided h
 specsample kernel module is imported by a test.
 """
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -20,6 +21,15 @@ if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest  # noqa: E402
+
+# The verify plugin's fixtures (specsample_certify, specsample_budget) come from the package's pytest11
+# entry point once it is installed (`make setup`). From a plain checkout on PYTHONPATH, or with plugin
+# autoloading off, load the plugin here (both at once would register it twice).
+_PLUGIN = "specsample.verify.pytest_plugin"
+if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or not any(
+    ep.value == _PLUGIN for ep in importlib.metadata.entry_points(group="pytest11")
+):
+    pytest_plugins = [_PLUGIN]
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(

@@ -8,9 +8,9 @@ from benchmarks.diagnostics.dirty_l2 import BLOCK, read_call
 
 
 @pytest.mark.parametrize("evict_first", [True, False])
-def test_read_kernel_reads_every_element(evict_first):
+def test_read_kernel_reads_every_element(evict_first, device):
     gen = torch.Generator().manual_seed(11)
-    x = torch.rand(2 * BLOCK + 777, generator=gen)  # three programs, the last partial
+    x = torch.rand(2 * BLOCK + 777, generator=gen).to(device)  # three programs, the last partial
     call, out = read_call(x, evict_first)
     call()
     assert out.shape == (3,)

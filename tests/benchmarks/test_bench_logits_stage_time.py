@@ -11,17 +11,17 @@ import specsample.kernels.logits as kl
 from benchmarks.diagnostics.logits_stage_time import limit_launches
 
 
-def _call(classic: bool) -> None:
+def _call(classic: bool, device: str) -> None:
     b, k, v = 3, 2, 40
-    draft = torch.randn(b, k, v) if classic else None
-    ids = torch.zeros(b, k, dtype=torch.int64)
-    seeds, offsets = torch.arange(b), torch.zeros(b, dtype=torch.int64)
-    kl.rejection_sample_logits(torch.randn(b, k + 1, v), ids, draft, temperature=torch.ones(b), seeds=seeds,
-                               offsets=offsets)  # fmt: skip
+    draft = torch.randn(b, k, v, device=device) if classic else None
+    ids = torch.zeros(b, k, dtype=torch.int64, device=device)
+    seeds, offsets = torch.arange(b, device=device), torch.zeros(b, dtype=torch.int64, device=device)
+    target, temperature = torch.randn(b, k + 1, v, device=device), torch.ones(b, device=device)
+    kl.rejection_sample_logits(target, ids, draft, temperature=temperature, seeds=seeds, offsets=offsets)
 
 
 @pytest.mark.parametrize("classic", [True, False], ids=["classic", "one-hot"])
-def test_limit_launches_keeps_a_prefix(monkeypatch, classic):
+def test_limit_launches_keeps_a_prefix(monkeypatch, classic, device):
     """stages = 1, 2, 3 launch (stats), (stats, accept), (stats, accept, race | pick)."""
     seen = []
     monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: seen.append(key[0]))
@@ -31,7 +31,7 @@ def test_limit_launches_keeps_a_prefix(monkeypatch, classic):
         seen.clear()
         restore = limit_launches(kl, stages)
         try:
-            _call(classic)
+            _call(classic, device)
         finally:
             restore()
         assert seen == want

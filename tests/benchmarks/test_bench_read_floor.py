@@ -8,9 +8,9 @@ from benchmarks.diagnostics.read_floor import READ_TILINGS, row_sum_reader
 
 
 @pytest.mark.parametrize("name", sorted(READ_TILINGS))
-def test_row_sum_reader_reads_every_element(name):
+def test_row_sum_reader_reads_every_element(name, device):
     gen = torch.Generator().manual_seed(7)
-    x = torch.rand(3, 5000, generator=gen)  # 2 chunks of 4096 columns, the second partial
+    x = torch.rand(3, 5000, generator=gen).to(device)  # 2 chunks of 4096 columns, the second partial
     call, out = row_sum_reader(x, name)
     call()
     assert out.shape == (3, 2)

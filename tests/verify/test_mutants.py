@@ -68,7 +68,7 @@ def test_patch_must_match_exactly_once():
         M.patched_module("specsample.verify.examples.sglang_like", [(r"np\.", "numpy.")])
 
 
-def test_kernel_mutants_leave_no_state_behind(mutant_run):
+def test_kernel_mutants_leave_no_state_behind(mutant_run, device):
     """After the catalogue (which includes `kernel_arrival_counter_kept` and
     `kernel_gumbel_counter_kept`, kernels that leave the persistent arrival counters non-zero on
     purpose) the real chain and fast_sample kernels still equal their float64 references token for
@@ -85,22 +85,20 @@ def test_kernel_mutants_leave_no_state_behind(mutant_run):
     q = rng.dirichlet(np.ones(9), size=(64, 2)).astype(np.float32)
     x = rng.integers(0, 9, size=(64, 2))
     u = rng.random((64, 3)).astype(np.float32)
-    got = chain_rejection_sample(torch.from_numpy(p), torch.from_numpy(x), torch.from_numpy(q),
-                                 uniforms=torch.from_numpy(u))  # fmt: skip
+    on = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    got = chain_rejection_sample(on(p), on(x), on(q), uniforms=on(u))
     ref = chain_rejection_reference(p, x, q, uniforms=u)
-    assert np.array_equal(got.tokens.numpy()[~ref.ambiguous], ref.tokens[~ref.ambiguous])
-    assert np.array_equal(got.num_accepted.numpy(), ref.num_accepted)
+    assert np.array_equal(got.tokens.cpu().numpy()[~ref.ambiguous], ref.tokens[~ref.ambiguous])
+    assert np.array_equal(got.num_accepted.cpu().numpy(), ref.num_accepted)
     from specsample import fast_sample
     from specsample.reference.gumbel import fast_sample_reference, race_margin
     from specsample.reference.philox import gumbel_exponentials
 
     seeds, offsets = rng.integers(0, 1 << 62, 64), rng.integers(0, 1 << 40, 64)
-    _, ids = fast_sample(
-        torch.from_numpy(p[:, 0]), seeds=torch.from_numpy(seeds), offsets=torch.from_numpy(offsets)
-    )
+    _, ids = fast_sample(on(p[:, 0]), seeds=on(seeds), offsets=on(offsets))
     _, ref_ids = fast_sample_reference(p[:, 0], seeds, offsets)
     clear = race_margin(p[:, 0], gumbel_exponentials(seeds, offsets, 9)) > 1e-5  # not a float32 near-tie
-    assert clear.sum() > 32 and np.array_equal(ids.numpy()[clear], ref_ids[clear])
+    assert clear.sum() > 32 and np.array_equal(ids.cpu().numpy()[clear], ref_ids[clear])
     killed = {m.name: m.killed_by for m in mutant_run[0]}
     assert killed["kernel_inverse_cdf_left_end"] and killed["kernel_accept_left_end"], killed
     assert killed["kernel_gumbel_counter_kept"], killed
