@@ -21,6 +21,7 @@ if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 # The verify plugin's fixtures (specsample_certify, specsample_budget) come from the package's pytest11
 # entry point once it is installed (`make setup`). From a plain checkout on PYTHONPATH, or with plugin
@@ -30,7 +31,6 @@ if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or not any(
     ep.value == _PLUGIN for ep in importlib.metadata.entry_points(group="pytest11")
 ):
     pytest_plugins = [_PLUGIN]
-from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "ci",

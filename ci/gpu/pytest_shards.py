@@ -1,6 +1,6 @@
 """The test suite as several pytest processes side by side: on a GPU it is bound by Triton compiling
 each kernel configuration (one process, H200 run 140: ~1 test/s, the suite past a 10-minute cap), and
-compilation runs on the host's cores. H200 run 142: 862 tests in 190 s over six processes.
+compilation runs on the host's cores. H200 run 144: all 1,312 tests in 360 s over eight processes.
 
     python3 ci/gpu/pytest_shards.py [--shards N] [--out DIR] [--timeout S] [paths ...]
 
