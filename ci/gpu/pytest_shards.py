@@ -22,7 +22,8 @@ PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 
 def find_test_files(paths: list[str]) -> list[Path]:
-    """Every test_*.py under `paths` (files or directories, relative to the repository), sorted."""
+    """Every test_*.py under `paths` (files or directories, relative to the repository or absolute),
+    sorted."""
     files = set()
     for p in paths:
         path = ROOT / p
@@ -56,7 +57,7 @@ def main(argv=None) -> int:
     procs = []
     for i, group in enumerate(groups):
         log = open(out / f"tests-shard-{i}.log", "w")
-        cmd = PYTEST + [str(f.relative_to(ROOT)) for f in group]
+        cmd = PYTEST + [str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f) for f in group]
         log.write(" ".join(cmd) + "\n")
         log.flush()
         procs.append((i, subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT), log))

@@ -58,3 +58,14 @@ def test_pytest_shards_run_every_test_file_exactly_once(shards):
     groups = ps.assign(files, shards)
     assert 1 <= len(groups) <= shards and all(groups)
     assert sorted(f for g in groups for f in g) == every
+
+
+def test_pytest_shards_exit_status_says_whether_every_shard_passed(tmp_path):
+    """Exit 1 when any shard fails (a GPU CI step must go red), 0 when all pass; one log per shard."""
+    ps = _pytest_shards()
+    (tmp_path / "test_good.py").write_text("def test_ok():\n    assert True\n")
+    (tmp_path / "test_bad.py").write_text("def test_broken():\n    assert False\n")
+    good, bad = str(tmp_path / "test_good.py"), str(tmp_path / "test_bad.py")
+    assert ps.main(["--shards", "2", "--out", str(tmp_path / "both"), good, bad]) == 1
+    assert len(list((tmp_path / "both").glob("tests-shard-*.log"))) == 2
+    assert ps.main(["--shards", "2", "--out", str(tmp_path / "good"), good]) == 0
