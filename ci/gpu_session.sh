@@ -5,7 +5,7 @@
 #   parts: tests chain gumbel logits large sanitize verify bench launch   (default: all but verify, launch)
 #          tests: the suite as pytest processes side by side (ci/gpu/pytest_shards.py): on a GPU it is
 #          bound by Triton compiling each configuration, on the host's cores (H200: one process ran
-#          ~1 test/s in run 140, six ran 862 tests in 190 s in run 142)
+#          ~1 test/s in run 140, eight ran all 1,312 tests in 360 s in run 144)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1

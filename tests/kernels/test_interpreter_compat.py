@@ -42,19 +42,3 @@ def test_index_reads_one_element_arrays_of_any_rank():
     assert _interpreter_compat._index(_Scalar(np.array([7], np.int32))) == 7
     assert _interpreter_compat._index(_Scalar(np.array(-3, np.int64))) == -3
     assert _interpreter_compat._index(_Scalar(np.array([[5]], np.uint32))) == 5
-
-
-def test_install_applies_exactly_where_numpy_refuses_and_triton_converts_with_int():
-    """Installed iff NumPy refuses int() of a 1-d array and the installed interpreter still converts
-    that way; a no-op elsewhere. (The launcher calls it only under the interpreter; called here on a
-    GPU machine it wraps interpreter code nothing runs.)"""
-    import inspect
-
-    from triton.runtime import interpreter
-
-    installed = _interpreter_compat.install()
-    patch = interpreter._patch_lang_tensor
-    original = inspect.unwrap(patch)
-    old_conversion = "int(self.handle.data)" in _interpreter_compat._source(original)
-    assert installed == (_interpreter_compat.numpy_refuses_1d_scalars() and old_conversion)
-    assert (patch is not original) == installed
