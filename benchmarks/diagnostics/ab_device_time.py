@@ -161,6 +161,21 @@ def _flushed_us(session, case, provider, calls: int = 100) -> dict:
     return out
 
 
+def zero_pause_flush(pause_us: float = 100.0):
+    """A flush as zero_pause_us times it: do_bench's 256 MB zero_, then a device-side pause of
+    `pause_us` (torch.cuda._sleep), so the timed call is queued before its start event fires."""
+    import torch
+
+    cache = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    pause = int(pause_us * sleep_cycles_per_us())
+
+    def flush():
+        cache.zero_()
+        torch.cuda._sleep(pause)
+
+    return flush
+
+
 def timed_after(call, flush, calls: int) -> float:
     """Median µs of `call` bracketed by CUDA events, each call preceded by `flush` (outside them)."""
     import statistics

@@ -62,19 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import specsample.kernels.logits as kernel_module
-    from benchmarks.diagnostics.ab_device_time import CASES, _parse_case, sleep_cycles_per_us, timed_after
+    from benchmarks.diagnostics.ab_device_time import CASES, _parse_case, timed_after, zero_pause_flush
     from benchmarks.floors import Case
     from benchmarks.inputs import make_inputs
     from benchmarks.providers import PROVIDERS
     from benchmarks.records import OURS
 
-    cache = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    pause = int(100 * sleep_cycles_per_us())
-
-    def zero_pause():
-        cache.zero_()
-        torch.cuda._sleep(pause)
-
+    zero_pause = zero_pause_flush()
     with open(args.out, "a") as out:
         logits_cases = [c for c in CASES if c[0] in ("logits", "logits_onehot")]  # issue 6's eight
         for kernel, b, k, v, dtype in [_parse_case(c) for c in args.case] or logits_cases:
