@@ -10,7 +10,8 @@ and the last one the emit, whose reductions and scans cross warps unless the pro
 `--configs tilings` (run 146) times eight (chunk, warps) tilings at B = 1 and 4; `--configs
 batches` times four warps over 1024 columns against two over 512 from B = 1 to 32 (run 147 timed
 them with and without speculative row loads, since dropped: the patch and the script it ran are in
-benchmarks/results/runs/2026-12-01-run147-chain-speculative-rows/).
+benchmarks/results/runs/2026-12-01-run147-chain-speculative-rows/); `--configs b1` the same two at
+B = 1 only (run 149).
 
 Each configuration is timed on the issue's inputs (benchmarks/inputs.py) with the harness's timers
 (do_bench median, CUDA-graph replay of the same inputs: `graph_us`) and one call after do_bench's
@@ -35,6 +36,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..")))
 CONFIGS = {
     "tilings": [(1024, 4), (1024, 2), (1024, 1), (512, 1), (512, 2), (2048, 4), (2048, 8), (256, 1)],
     "batches": [(1024, 4), (512, 2)],
+    "b1": [(1024, 4), (512, 2)],
 }
 # (kernel, B, K, V, dtype)
 CASES = {
@@ -45,6 +47,8 @@ CASES = {
                 ("chain", 1, 8, 128256, "float32"), ("chain", 2, 4, 128256, "float32"),
                 ("chain", 4, 4, 32000, "float32"), ("chain", 8, 4, 32000, "float32"),
                 ("chain", 16, 4, 32000, "float32"), ("chain", 32, 4, 32000, "float32")],
+    "b1": [("chain", 1, 4, 32000, "float32"), ("chain", 1, 4, 32000, "bfloat16"),
+           ("chain_onehot", 1, 4, 32000, "float32")],
 }  # fmt: skip
 
 

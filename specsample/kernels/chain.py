@@ -60,9 +60,8 @@ _GPU_WIDE_FIT = (65536 // (32 * _GPU_WIDE_MAXNREG)) * H200_SMS  # programs one w
 _GPU_SMEM = 200 * 1024  # shared memory an SM's pipelined chunk loads may take (of 228 KB)
 _GPU_CHUNK = 512  # columns per chunk of a one-warp program
 _GPU_LATENCY_CHUNK = 1024  # columns per chunk of a four-warp program in the latency regime (run 66)
-# latency regime, classic fp32 drafts, from this many requests on, over vocabularies up to this size:
-# two-warp programs over _GPU_CHUNK columns (runs 147-148)
-_GPU_LATENCY_HALF_BATCH = 4
+# latency regime, classic fp32 drafts, over vocabularies up to this size: two-warp programs over
+# _GPU_CHUNK columns (runs 147-149)
 _GPU_LATENCY_HALF_VOCAB = 32768
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
 _INTERP_TILE_ELEMENTS = 1 << 20
@@ -348,8 +347,7 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
     chunks, 1.08-1.10x at fp32 (64, 4, 151936) and (128, 8, 128256), 1.57x at bf16
     (128, 8, 128256), equal at (16, 4, 128256). Where that would leave one chunk per program (small
     batches: latency-bound), four warps over one 1024-column chunk per program, the widest split;
-    for 4-32 requests over V <= 32768 with fp32 p and q, two warps over one 512-column chunk
-    (runs 147-148).
+    over V <= 32768 with fp32 p and q, two warps over one 512-column chunk (runs 147-149).
     Where 16-chunk programs would leave fewer than 12 per SM, half the chunks per program under a
     96-register cap, so that twice the programs fit one wave (2 stages where 3 would overflow the
     shared memory): runs 80-82, 1.13-1.23x at (64, 4, 151936) in bf16 and for one-hot drafts, 1.00x
@@ -366,13 +364,16 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
     if block_v is None and tiles is None and batch * cdiv(vocab, _GPU_CHUNK) < 2 * _GPU_PROGRAMS:
         # latency regime (B = 1 at V = 32000): the one-warp rule below would give one chunk per
         # program; four warps over 1024 columns instead (H200 run 66: 10.2-10.7 us against 10.8-10.9).
-        # Classic fp32 drafts (row_bytes 8), 4-32 requests over vocabularies up to 32768: two warps over
-        # 512 columns, twice the programs. H200 run 148 (ab_device_time, three rounds, zero_pause us)
-        # at V = 32000, B = 4 / 8 / 16 / 32: 10.09 / 10.62 / 11.71 / 13.60 against 11.20 / 11.70 /
-        # 12.75 / 14.47 (run 147 alike). Not taken where it was not faster: bf16 classic B = 8 +0.23 us,
-        # one-hot fp32 B = 8 -0.24, V = 16384 B = 8 equal (run 148); B = 1 mixed across runs 146-147,
-        # slower at V = 151936 and 128256 (run 147).
-        if batch >= _GPU_LATENCY_HALF_BATCH and vocab <= _GPU_LATENCY_HALF_VOCAB and row_bytes >= 8:
+        # Classic fp32 drafts (row_bytes 8) over vocabularies up to 32768: two warps over 512 columns,
+        # twice the programs. H200 run 148 (ab_device_time, three rounds, zero_pause us) at V = 32000,
+        # B = 4 / 8 / 16 / 32: 10.09 / 10.62 / 11.71 / 13.60 against 11.20 / 11.70 / 12.75 / 14.47
+        # (run 147 alike); B = 1 (every round lower): 10.16 against 10.45 (run 149, four rounds), 9.97
+        # against 10.50 (run 147), and as the default 10.12 against 10.49, B = 2 10.19 against 11.15
+        # (run 150, ab_device_time; session 15's run 103 had it lower too). Not taken where it was not
+        # faster: bf16 classic +0.23 us at B = 8 (run 148), +0.3-0.4 at B = 1 (runs 147, 149); V =
+        # 16384 B = 8 equal (run 148); V = 128256-151936 slower at B = 1-2 (run 147). One-hot fp32 was
+        # 0.2 us faster at B = 1 and 8, but row_bytes cannot tell it from bf16 classic.
+        if vocab <= _GPU_LATENCY_HALF_VOCAB and row_bytes >= 8:
             block_v, num_warps, tiles = min(_GPU_CHUNK, max(128, vocab_pow2)), num_warps or 2, 1
         else:
             block_v, num_warps, tiles = min(_GPU_LATENCY_CHUNK, max(128, vocab_pow2)), num_warps or 4, 1

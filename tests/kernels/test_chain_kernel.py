@@ -266,7 +266,7 @@ def test_gpu_default_config_is_valid(monkeypatch, batch, vocab, row_bytes):
         assert row_bytes * cfg.block_v * cfg.num_stages * programs_per_sm <= 228 * 1024
     assert (cfg.num_warps, cfg.block_v <= 512) == (1, True) or (cfg.num_warps, cfg.tiles) in ((4, 1), (2, 1))
     if cfg.num_warps == 2:  # the latency regime's half chunks: small fp32 batches, small vocabularies
-        assert cfg.block_v <= 512 and 4 <= batch and vocab <= 32768 and row_bytes == 8
+        assert cfg.block_v <= 512 and vocab <= 32768 and row_bytes == 8
 
 
 def test_gpu_plan_passes_the_register_cap(monkeypatch):
@@ -286,19 +286,19 @@ def test_gpu_default_tiling_at_the_issue_shapes(monkeypatch):
     """One-warp programs over 512-column chunks, 16 chunks per program once the batch gives that
     many chunks to spare (H200 runs 61-62), 8 under a 96-register cap where 16 would leave fewer
     than 12 programs per SM (runs 80-82: (64, 4, 151936)), with 2 pipeline stages where p and q are
-    both fp32 (row_bytes 8), else 3; at B = 1 four warps over one 1024-column chunk per program
-    (latency: the widest split, run 66), for 4-32 requests over V = 32000 with fp32 p and q two
-    warps over one 512-column chunk per program (runs 147-148). (block_v, warps, tiles, stages,
-    maxnreg)."""
+    both fp32 (row_bytes 8), else 3; at small batches four warps over one 1024-column chunk per
+    program (latency: the widest split, run 66), over V = 32000 with fp32 p and q two warps over
+    one 512-column chunk per program (runs 147-149). (block_v, warps, tiles, stages, maxnreg)."""
     monkeypatch.setattr(chain_module, "interpreting", lambda: False)
     shapes = ((1, 32000, 8), (16, 128256, 8), (64, 151936, 8), (64, 151936, 4), (128, 128256, 8),
-              (4, 32000, 8), (32, 32000, 8), (8, 32000, 4), (2, 128256, 8))  # fmt: skip
+              (4, 32000, 8), (32, 32000, 8), (8, 32000, 4), (2, 128256, 8), (1, 32000, 4))  # fmt: skip
     tiling = {}
     for batch, vocab, row_bytes in shapes:
         cfg = chain_module._launch_config(batch, vocab, row_bytes=row_bytes)
         tiling[batch, vocab, row_bytes] = (cfg.block_v, cfg.num_warps, cfg.tiles, cfg.num_stages, cfg.maxnreg)
-    assert tiling == {(1, 32000, 8): (1024, 4, 1, 1, None), (16, 128256, 8): (512, 1, 3, 3, None),
+    assert tiling == {(1, 32000, 8): (512, 2, 1, 1, None), (16, 128256, 8): (512, 1, 3, 3, None),
                       (64, 151936, 8): (512, 1, 8, 2, 96), (64, 151936, 4): (512, 1, 8, 3, 96),
                       (128, 128256, 8): (512, 1, 16, 3, None), (4, 32000, 8): (512, 2, 1, 1, None),
                       (32, 32000, 8): (512, 2, 1, 1, None), (8, 32000, 4): (1024, 4, 1, 1, None),
-                      (2, 128256, 8): (1024, 4, 1, 1, None)}  # fmt: skip
+                      (2, 128256, 8): (1024, 4, 1, 1, None),
+                      (1, 32000, 4): (1024, 4, 1, 1, None)}  # fmt: skip
