@@ -61,7 +61,7 @@ _GPU_SMEM = 200 * 1024  # shared memory an SM's pipelined chunk loads may take (
 _GPU_CHUNK = 512  # columns per chunk of a one-warp program
 _GPU_LATENCY_CHUNK = 1024  # columns per chunk of a four-warp program in the latency regime (run 66)
 # latency regime, classic fp32 drafts, over vocabularies up to this size: two-warp programs over
-# _GPU_CHUNK columns (runs 147-149)
+# _GPU_CHUNK columns (runs 147-150)
 _GPU_LATENCY_HALF_VOCAB = 32768
 # elements of one [BLOCK_ROWS, BLOCK_V] tile under the interpreter (4 MiB in fp32)
 _INTERP_TILE_ELEMENTS = 1 << 20
@@ -347,7 +347,7 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
     chunks, 1.08-1.10x at fp32 (64, 4, 151936) and (128, 8, 128256), 1.57x at bf16
     (128, 8, 128256), equal at (16, 4, 128256). Where that would leave one chunk per program (small
     batches: latency-bound), four warps over one 1024-column chunk per program, the widest split;
-    over V <= 32768 with fp32 p and q, two warps over one 512-column chunk (runs 147-149).
+    over V <= 32768 with fp32 p and q, two warps over one 512-column chunk (runs 147-150).
     Where 16-chunk programs would leave fewer than 12 per SM, half the chunks per program under a
     96-register cap, so that twice the programs fit one wave (2 stages where 3 would overflow the
     shared memory): runs 80-82, 1.13-1.23x at (64, 4, 151936) in bf16 and for one-hot drafts, 1.00x

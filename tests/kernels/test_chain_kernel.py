@@ -288,7 +288,7 @@ def test_gpu_default_tiling_at_the_issue_shapes(monkeypatch):
     than 12 programs per SM (runs 80-82: (64, 4, 151936)), with 2 pipeline stages where p and q are
     both fp32 (row_bytes 8), else 3; at small batches four warps over one 1024-column chunk per
     program (latency: the widest split, run 66), over V = 32000 with fp32 p and q two warps over
-    one 512-column chunk per program (runs 147-149). (block_v, warps, tiles, stages, maxnreg)."""
+    one 512-column chunk per program (runs 147-150). (block_v, warps, tiles, stages, maxnreg)."""
     monkeypatch.setattr(chain_module, "interpreting", lambda: False)
     shapes = ((1, 32000, 8), (16, 128256, 8), (64, 151936, 8), (64, 151936, 4), (128, 128256, 8),
               (4, 32000, 8), (32, 32000, 8), (8, 32000, 4), (2, 128256, 8), (1, 32000, 4))  # fmt: skip
