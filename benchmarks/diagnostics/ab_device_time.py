@@ -176,6 +176,18 @@ def zero_pause_flush(pause_us: float = 100.0):
     return flush
 
 
+def timed_configuration(call, reference, timer, flush) -> dict:
+    """One configuration of a sweep: whether `call()`'s outputs equal `reference` (tuples of
+    tensors), and its do_bench median and CUDA-graph time (`timer`, benchmarks.timing.CudaTimer)
+    and zero_pause time (`flush` from zero_pause_flush), in µs."""
+    import torch
+
+    same = all(torch.equal(a, b) for a, b in zip(call(), reference, strict=True))
+    timing = timer.time([call])
+    return dict(do_bench_us=timing.median_us, graph_us=timing.graph_us,
+                zero_pause_us=timed_after(call, flush, 100), equal_to_default=same)  # fmt: skip
+
+
 def timed_after(call, flush, calls: int) -> float:
     """Median µs of `call` bracketed by CUDA events, each call preceded by `flush` (outside them)."""
     import statistics

@@ -1,0 +1,42 @@
+"""benchmarks/diagnostics/latency_tilings.py: every configuration it times is a launch the launchers
+accept on the GPU for every case of its set (chain: one chunk per program; fast_sample: whole groups
+per tile and the merge in the chunk kernel), and each set holds the launcher's own GPU tiling of its
+cases, the baseline the others are read against."""
+
+import pytest
+
+from benchmarks.diagnostics.latency_tilings import CASES, CONFIGS
+from specsample.kernels import chain as chain_module
+from specsample.kernels import gumbel
+from specsample.kernels._launch import cdiv, next_pow2
+
+CHAIN_SETS = sorted(name for name in CONFIGS if name != "fast_sample")
+
+
+@pytest.mark.parametrize("name", CHAIN_SETS)
+def test_every_chain_configuration_plans_on_the_gpu(monkeypatch, name):
+    monkeypatch.setattr(chain_module, "interpreting", lambda: False)
+    plan = chain_module._plan.__wrapped__  # uncached: the cache may hold interpreter plans
+    defaults = set()
+    for kernel, batch, k, vocab, dtype in CASES[name]:
+        classic = kernel == "chain"
+        row_bytes = (4 if dtype == "float32" else 2) * (2 if classic else 1)
+        cfg = chain_module._launch_config(batch, vocab, row_bytes=row_bytes)
+        defaults.add((cfg.block_v, cfg.num_warps))
+        for block_v, warps in CONFIGS[name]:
+            overrides = (("block_v", block_v), ("num_warps", warps), ("tiles", 1))
+            p = plan(batch, k + 1, vocab, classic, False, False, False, row_bytes, overrides)
+            assert p.tiles == 1 and p.grid == (batch, -(-vocab // block_v))
+            assert p.meta["BLOCK_V"] == block_v and p.meta["num_warps"] == warps
+    assert defaults <= set(CONFIGS[name]), (name, defaults)
+
+
+def test_fast_sample_tilings_are_valid_and_hold_the_default(monkeypatch):
+    monkeypatch.setattr(gumbel, "interpreting", lambda: False)
+    for _, batch, _, vocab, _ in CASES["fast_sample"]:
+        default = gumbel.grouped_race_tiling.__wrapped__(batch, vocab)  # uncached: the GPU branch
+        assert default.pick_in_chunk and default.block_rows == 1
+        assert (default.block_v, default.tiles_per_chunk, default.num_warps) in CONFIGS["fast_sample"]
+        for block_v, tiles, warps in CONFIGS["fast_sample"]:
+            assert block_v in (256, 512, 1024)  # whole groups per tile (_fast_sample's rule)
+            assert gumbel.fuse_merge(next_pow2(cdiv(vocab, block_v * tiles)), warps)
