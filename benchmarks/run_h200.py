@@ -75,9 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         "--dry-run", action="store_true", help="CPU, tiny shapes, host clock: tests the pipeline"
     )
     args = parser.parse_args(argv)
-    if args.dry_run and "triton" not in sys.modules:
-        # only before triton's first import: `triton.jit` reads it as each kernel is decorated
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    if args.dry_run:
+        from specsample.kernels._interpreter_request import request_interpreter
+
+        request_interpreter()
 
     from benchmarks import shapes
     from benchmarks.harness import BenchSession, Skip

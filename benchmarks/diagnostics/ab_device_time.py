@@ -150,9 +150,8 @@ def _flushed_us(session, case, provider, calls: int = 100) -> dict:
 
     fn = provider.build(case, make_inputs(case, session.device))
     cache = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    pause = int(100 * sleep_cycles_per_us())
     flushes = dict(zero_flush_us=cache.zero_, read_flush_us=lambda: cache.sum(),
-                   zero_pause_us=lambda: (cache.zero_(), torch.cuda._sleep(pause)))  # fmt: skip
+                   zero_pause_us=zero_pause_flush(cache=cache))  # fmt: skip
     out = {}
     for name, flush in flushes.items():
         fn()
@@ -161,12 +160,14 @@ def _flushed_us(session, case, provider, calls: int = 100) -> dict:
     return out
 
 
-def zero_pause_flush(pause_us: float = 100.0):
-    """A flush as zero_pause_us times it: do_bench's 256 MB zero_, then a device-side pause of
-    `pause_us` (torch.cuda._sleep), so the timed call is queued before its start event fires."""
+def zero_pause_flush(pause_us: float = 100.0, cache=None):
+    """A flush as zero_pause_us times it: do_bench's 256 MB zero_ (of `cache`, or a buffer of its
+    own), then a device-side pause of `pause_us` (torch.cuda._sleep), so the timed call is queued
+    before its start event fires."""
     import torch
 
-    cache = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    if cache is None:
+        cache = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     pause = int(pause_us * sleep_cycles_per_us())
 
     def flush():

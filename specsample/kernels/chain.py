@@ -364,19 +364,15 @@ def _launch_config(batch: int, vocab: int, block_v: int | None = None, num_warps
     if block_v is None and tiles is None and batch * cdiv(vocab, _GPU_CHUNK) < 2 * _GPU_PROGRAMS:
         # latency regime (B = 1 at V = 32000): the one-warp rule below would give one chunk per
         # program; four warps over 1024 columns instead (H200 run 66: 10.2-10.7 us against 10.8-10.9).
-        # Classic fp32 drafts (row_bytes 8) over vocabularies up to 32768: two warps over 512 columns,
-        # twice the programs. H200 run 148 (ab_device_time, three rounds, zero_pause us) at V = 32000,
-        # B = 4 / 8 / 16 / 32: 10.09 / 10.62 / 11.71 / 13.60 against 11.20 / 11.70 / 12.75 / 14.47
-        # (run 147 alike); B = 1 (every round lower): 10.16 against 10.45 (run 149, four rounds), 9.97
-        # against 10.50 (run 147), and as the default 10.12 against 10.49, B = 2 10.19 against 11.15
-        # (run 150, ab_device_time; session 15's run 103 had it lower too). Not taken where it was not
-        # faster: bf16 classic +0.23 us at B = 8 (run 148), +0.3-0.4 at B = 1 (runs 147, 149); V =
-        # 16384 B = 8 equal (run 148); V = 128256-151936 slower at B = 1-2 (run 147). One-hot fp32 was
-        # 0.2 us faster at B = 1 and 8, but row_bytes cannot tell it from bf16 classic.
-        if vocab <= _GPU_LATENCY_HALF_VOCAB and row_bytes >= 8:
-            block_v, num_warps, tiles = min(_GPU_CHUNK, max(128, vocab_pow2)), num_warps or 2, 1
-        else:
-            block_v, num_warps, tiles = min(_GPU_LATENCY_CHUNK, max(128, vocab_pow2)), num_warps or 4, 1
+        # Classic fp32 drafts (row_bytes 8) over V <= 32768: two warps over 512 columns, twice the
+        # programs. Same-run A/B, zero_pause us at V = 32000: B = 1 / 2 10.49 / 11.15 -> 10.12 / 10.19
+        # (run 150), B = 4 / 8 / 16 / 32 11.20 / 11.70 / 12.75 / 14.47 -> 10.09 / 10.62 / 11.71 / 13.60
+        # (run 148). Not taken where it was not faster (runs 147-149): bf16 classic (+0.2-0.4 us),
+        # V = 16384 (equal), V >= 128256 (slower); one-hot fp32 was 0.2 us faster, but row_bytes
+        # cannot tell it from bf16 classic (benchmarks/NOTES.md, session 24).
+        half = vocab <= _GPU_LATENCY_HALF_VOCAB and row_bytes >= 8
+        chunk, warps = (_GPU_CHUNK, 2) if half else (_GPU_LATENCY_CHUNK, 4)
+        block_v, num_warps, tiles = min(chunk, max(128, vocab_pow2)), num_warps or warps, 1
     bv = block_v or min(_GPU_CHUNK, max(128, vocab_pow2))
     if tiles is None:
         chunks = cdiv(vocab, bv)

@@ -134,11 +134,9 @@ def main(argv=None) -> int:
     if device == "auto":
         device = "cuda" if _has_cuda() else "cpu"
     if device == "cpu":
-        if "triton" not in sys.modules:
-            # before triton's first import only: `triton.jit` reads it as each kernel is decorated, so
-            # set later (main() in a process that already runs compiled kernels) it would turn the
-            # kernel modules loaded afterwards, e.g. the mutants' copies, into interpreted ones
-            os.environ.setdefault("TRITON_INTERPRET", "1")
+        from specsample.kernels._interpreter_request import request_interpreter
+
+        request_interpreter()
     elif not _has_cuda():
         print("specsample verify: --device cuda but no CUDA device is available", file=sys.stderr)
         return 2
