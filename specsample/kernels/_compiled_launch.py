@@ -47,6 +47,7 @@ _RUN_SIGNATURE_KNOWN = triton.__version__.startswith("3.6.")
 _Tensor = torch.Tensor
 _MAX_ENTRIES = 4096  # distinct (kernel, shape, alignment) keys kept; cleared wholesale beyond this
 _CACHE: dict[tuple, tuple] = {}  # (kernel, device, key) -> (compiled kernel, trailing parameters)
+_MEMOS: list[dict] = []  # the launchers' repeat-call memos (call_memo), cleared with _CACHE
 _path = os.environ.get("SPECSAMPLE_TRITON_LAUNCH", "direct")
 if _path not in ("direct", "jit"):
     raise ValueError(f"SPECSAMPLE_TRITON_LAUNCH must be 'direct' or 'jit', got {_path!r}")
@@ -71,8 +72,26 @@ def use_launch_path(path: str):
 
 
 def clear_launch_cache() -> None:
-    """Forget every cached compiled kernel (the next call of each shape takes Triton's path)."""
+    """Forget every cached compiled kernel and every launcher's repeat-call memo (the next call of
+    each shape takes Triton's path)."""
     _CACHE.clear()
+    for memo in _MEMOS:
+        memo.clear()
+
+
+def call_memo() -> dict:
+    """A launcher's memo of repeat calls: call signature -> a prepared launch (see `bind_keyed`).
+    Cleared by `clear_launch_cache`; bounded by `remember`."""
+    memo: dict = {}
+    _MEMOS.append(memo)
+    return memo
+
+
+def remember(memo: dict, signature, entry) -> None:
+    """memo[signature] = entry, clearing the memo wholesale when it holds _MAX_ENTRIES already."""
+    if len(memo) >= _MAX_ENTRIES:
+        memo.clear()
+    memo[signature] = entry
 
 
 def launch_cache_size() -> int:
@@ -130,6 +149,48 @@ def launch_keyed(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> No
         kernel[grid](*args, **meta)
         return
     _launch_cached(kernel, grid, ("keyed", key), args, meta)  # tagged: never equal to launch()'s keys
+
+
+def bind_keyed(kernel, grid: tuple, key: tuple, meta: dict):
+    """`go(args)` with the effect of `launch_keyed(kernel, grid, key, args, meta)` for any `args` that
+    meet launch_keyed's contract for `key`, with the per-call lookups done once, now: call it right
+    after a `launch_keyed` of the same (kernel, grid, key, meta) on the same device, which put the
+    compiled kernel in the cache.
+
+    `go` calls Triton 3.6's C launcher itself (not the compiled kernel's Python `run`, which only adds
+    scratch allocation when the kernel has none: ~1 µs per call on the H200 host, run 155), fetching the
+    current stream on every call (a CUDA graph capture changes it). It falls back to `launch_keyed`
+    on every call while the jit path is chosen or a launch hook is installed, and for good when the
+    kernel is not cached (interpreter, jit path at bind time), needs scratch, or Triton's version is
+    not the one whose launcher signature is known. Callers must key their memo of `go` by the
+    current device too: `go` launches on the device that was current when it was bound."""
+
+    def keyed(args: tuple) -> None:
+        launch_keyed(kernel, grid, key, args, meta)
+
+    if _path == "jit" or interpreting() or not _RUN_SIGNATURE_KNOWN:
+        return keyed
+    device = torch.cuda.current_device()
+    hit = _CACHE.get((kernel, device, ("keyed", key)))
+    run = hit[0].run if hit is not None else None
+    c_launch = getattr(run, "launch", None)
+    if c_launch is None or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
+        return keyed
+    compiled, trailing = hit
+    g0, g1, g2 = grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1
+    # C launcher arguments after the stream: the function, cooperative-grid and PDL flags, the two
+    # scratch pointers (none), the kernel's metadata, launch metadata and enter / exit hooks (none)
+    flags = (run.launch_cooperative_grid, run.launch_pdl)
+    head = (compiled.function, *flags, None, None, compiled.packed_metadata, None, None, None)
+    raw_stream = torch._C._cuda_getCurrentRawStream
+
+    def go(args: tuple) -> None:
+        if _path == "jit" or _hooks_installed():
+            keyed(args)
+            return
+        c_launch(g0, g1, g2, raw_stream(device), *head, *args, *trailing)
+
+    return go
 
 
 def _launch_cached(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> None:

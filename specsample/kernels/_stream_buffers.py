@@ -31,6 +31,15 @@ def generation() -> int:
     return _GENERATION[0]
 
 
+def current_stream_id(device: torch.device) -> int | None:
+    """The raw handle of the current stream of a CUDA `device` (None on the CPU): with `generation`,
+    whether buffers a launcher fetched earlier are still the ones `stream_buffer` would return."""
+    if device.type != "cuda":
+        return None
+    index = torch.cuda.current_device() if device.index is None else device.index
+    return torch._C._cuda_getCurrentRawStream(index)
+
+
 def stream_buffer(device: torch.device, name: str, numel: int, dtype: torch.dtype, zeroed: bool = False):
     """A buffer of at least `numel` elements of `dtype` for launches on the current stream of
     `device`, the same tensor on every call with that (device, stream, name) while it is large

@@ -38,15 +38,16 @@ import triton
 import triton.language as tl
 
 from specsample.kernels._arrivals import arrival_counters
+from specsample.kernels._call_signature import tensor_signature
 from specsample.kernels._checks import FLOAT_DTYPES as _PROB_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._compiled_launch import launch_keyed
+from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch_keyed, remember
 from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
-from specsample.kernels._stream_buffers import stream_buffer
+from specsample.kernels._stream_buffers import current_stream_id, generation, stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult, empty_result
 
@@ -423,6 +424,14 @@ def chain_rejection_sample(
     (finite non-negative probabilities, draft ids in range, uniforms in [0, 1)) that synchronise.
     """
     p = target_probs
+    # a repeat call (the tensors' metadata of an earlier call that launched): no checks, no planning
+    signature = None
+    if generator is None and not validate and (uniforms is not None or seeds is not None):
+        tensors = (p, draft_token_ids, draft_probs, num_draft_tokens, uniforms, seeds, offsets)
+        signature = tensor_signature(*tensors)
+        repeat = _REPEATS.get(signature)
+        if repeat is not None:
+            return repeat(*tensors)
     batch, k_plus_1, vocab = check_target_rows("target_probs", p)
     num_k = k_plus_1 - 1
     device = p.device
@@ -454,7 +463,8 @@ def chain_rejection_sample(
     if validate:
         _validate_values(p, draft_token_ids, draft_probs, num_draft_tokens, uniforms, vocab)
 
-    return _launch(p, draft_token_ids, draft_probs, num_draft_tokens, uniforms, seeds, offsets)
+    return _launch(p, draft_token_ids, draft_probs, num_draft_tokens, uniforms, seeds, offsets,
+                   signature=signature)  # fmt: skip
 
 
 def _validate_values(p, x, q, n, uniforms, vocab) -> None:
@@ -508,14 +518,15 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
     return _Plan((cdiv(batch, cfg.block_rows), programs_per_row), num_chunks, cfg.tiles, meta)
 
 
-def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **overrides) -> SampleResult:
+def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, signature=None,
+            **overrides) -> SampleResult:  # fmt: skip
     """One launch on validated tensors; `overrides` (block_v, num_warps, tiles, num_stages,
     block_rows, maxnreg) replace the _launch_config defaults and `lane_i64` forces 64-bit lane
-    offsets (tests, and the H200 tuning sweep in ci/gpu/chain_gpu.py)."""
+    offsets (tests, and the H200 tuning sweep in ci/gpu/chain_gpu.py). `signature`: the call's
+    `tensor_signature`, under which the launch is remembered for repeat calls (defaults only)."""
     batch, k_plus_1, vocab = p.shape
     device = p.device
     result = empty_result(batch, k_plus_1, device)
-    tokens, num_accepted, fallback, valid = result
     if batch == 0:
         return result
 
@@ -528,25 +539,63 @@ def _launch(p, x, q, n, uniforms, seeds, offsets, lane_i64: bool = False, **over
     plan_key = (batch, k_plus_1, vocab, has_q, n is not None, seeded, wide, row_bytes,
                 tuple(sorted(overrides.items())))  # fmt: skip
     plan = _plan(*plan_key)
-    # [B, num_chunks, 2] fp64 scratch, indexed explicitly by the kernel
-    partials = stream_buffer(device, "chain_partials", batch * plan.num_chunks * 2, torch.float64)
-    arrivals = arrival_counters(device, plan.grid[0])
-
-    # K == 0: an empty ids tensor may have no storage; the kernel masks every read of this stand-in
-    x_arg = x if x.numel() else torch.full((1, 1), -1, dtype=torch.int32, device=device)
-    q_arg = q if has_q and q.numel() else p
-    n_arg, sn = (n, n.stride(0)) if n is not None else (p, 0)
-    u_arg, su = (uniforms, uniforms.stride()) if not seeded else (p, (0, 0))
-    s_arg, ss, o_arg, so = (seeds, seeds.stride(0), offsets, offsets.stride(0)) if seeded else (p, 0, p, 0)
+    sn = n.stride(0) if n is not None else 0
+    su = uniforms.stride() if not seeded else (0, 0)
+    ss, so = (seeds.stride(0), offsets.stride(0)) if seeded else (0, 0)
     strides = (*p.stride(), *sq, *x.stride(), sn, *su, ss, so)
-    inputs = (p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg)
+    sizes = (batch, vocab, plan.num_chunks, plan.tiles, *strides)
+    args = _kernel_args(p, x, q, n, uniforms, seeds, offsets, *_scratch(device, batch, plan), result, sizes)
     # launch_keyed's contract: the plan's key fixes batch, vocab, the chunking and every constexpr;
     # the strides are the other int arguments; the inputs' dtypes and alignment (outputs and scratch
     # are fresh or persistent allocations: aligned, fixed dtypes)
-    key = (plan_key, strides, *[(t.dtype, t.data_ptr() & 15 == 0) for t in inputs])
-    launch_keyed(_chain_kernel, plan.grid, key,
-        (*inputs, partials, arrivals, tokens, num_accepted, fallback, valid,
-         batch, vocab, plan.num_chunks, plan.tiles, *strides),
-        plan.meta,
-    )  # fmt: skip
+    key = (plan_key, strides, *[(t.dtype, t.data_ptr() & 15 == 0) for t in args[:7]])
+    launch_keyed(_chain_kernel, plan.grid, key, args, plan.meta)
+    if signature is not None and not overrides and not lane_i64:
+        go = bind_keyed(_chain_kernel, plan.grid, key, plan.meta)
+        remember(_REPEATS, signature, _RepeatLaunch(batch, k_plus_1, device, plan, sizes, go))
     return result
+
+
+def _scratch(device, batch: int, plan: _Plan) -> tuple:
+    """The launch's persistent scratch: [B, num_chunks, 2] fp64 partials (indexed explicitly by the
+    kernel) and the row blocks' arrival counters."""
+    return (stream_buffer(device, "chain_partials", batch * plan.num_chunks * 2, torch.float64),
+            arrival_counters(device, plan.grid[0]))  # fmt: skip
+
+
+def _kernel_args(p, x, q, n, uniforms, seeds, offsets, partials, arrivals, result, sizes) -> tuple:
+    """_chain_kernel's arguments before its constexprs; absent inputs are stood in for by p, whose
+    reads the kernel's constexprs mask out."""
+    # K == 0: an empty ids tensor may have no storage; the kernel masks every read of this stand-in
+    x_arg = x if x.numel() else torch.full((1, 1), -1, dtype=torch.int32, device=p.device)
+    q_arg = q if q is not None and q.numel() else p
+    n_arg = n if n is not None else p
+    s_arg, o_arg, u_arg = (seeds, offsets, p) if seeds is not None else (p, p, uniforms)
+    return (p, q_arg, x_arg, n_arg, u_arg, s_arg, o_arg, partials, arrivals, *result, *sizes)
+
+
+class _RepeatLaunch:
+    """A remembered launch (kernels/_call_signature.py): called with the tensors of a call whose
+    signature equals the one it was remembered under, it allocates the outputs, fetches the scratch
+    (kept from its last call while the stream and the buffers' generation are unchanged) and launches
+    the compiled kernel, with the checks and the plan of the first call."""
+
+    __slots__ = ("batch", "k_plus_1", "device", "plan", "sizes", "go", "scratch")
+
+    def __init__(self, batch: int, k_plus_1: int, device, plan: _Plan, sizes: tuple, go) -> None:
+        self.batch, self.k_plus_1, self.device, self.plan = batch, k_plus_1, device, plan
+        self.sizes = sizes  # the kernel's int arguments: batch, vocab, chunks, tiles, strides
+        self.go = go  # bind_keyed's launch
+        self.scratch = (None, -1, ())  # (stream, buffer generation, _scratch's tensors)
+
+    def __call__(self, p, x, q, n, uniforms, seeds, offsets) -> SampleResult:
+        result = empty_result(self.batch, self.k_plus_1, self.device)
+        stream, gen, scratch = self.scratch
+        if stream != current_stream_id(self.device) or gen != generation() or not scratch:
+            scratch = _scratch(self.device, self.batch, self.plan)
+            self.scratch = (current_stream_id(self.device), generation(), scratch)
+        self.go(_kernel_args(p, x, q, n, uniforms, seeds, offsets, *scratch, result, self.sizes))
+        return result
+
+
+_REPEATS = call_memo()  # tensor_signature -> _RepeatLaunch

@@ -52,10 +52,11 @@ import triton.language as tl
 from triton.language.extra.cuda import libdevice
 
 from specsample.kernels._arrivals import arrival_counters
-from specsample.kernels._compiled_launch import launch, launch_keyed
+from specsample.kernels._call_signature import tensor_signature
+from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch, launch_keyed, remember
 from specsample.kernels._launch import H200_SMS, cdiv, check_device, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
-from specsample.kernels._stream_buffers import stream_buffer
+from specsample.kernels._stream_buffers import current_stream_id, generation, stream_buffer
 from specsample.kernels.chain import _clean, _clean32  # one definition of 'no mass' (chain.py)
 from specsample.kernels.philox import STREAM_GUMBEL, STREAM_GUMBEL_GROUP, philox_words, uniform52_from_words
 
@@ -656,7 +657,15 @@ def fast_sample(probs, num_samples=1, *, generator=None, seeds=None, offsets=Non
                     (all -1 for a row with no positive finite mass). Ties go to the smallest id.
     Never synchronises with the host.
     """
-    return _fast_sample(probs, num_samples, generator, seeds, offsets)[:2]
+    # a repeat call (the tensors' metadata and num_samples of an earlier call that launched): no
+    # checks, no planning (kernels/_call_signature.py)
+    signature = None
+    if generator is None and seeds is not None and num_samples.__class__ is int:
+        signature = (tensor_signature(probs, seeds, offsets), num_samples)
+        repeat = _REPEATS.get(signature)
+        if repeat is not None:
+            return repeat(probs, seeds, offsets)
+    return _fast_sample(probs, num_samples, generator, seeds, offsets, signature=signature)[:2]
 
 
 # The merge runs inside the chunk kernel while its candidate tile holds at most this many entries per
@@ -670,13 +679,14 @@ def fuse_merge(block_parts: int, num_warps: int) -> bool:
     return block_parts <= _FUSED_MERGE_PARTS_PER_THREAD * 32 * num_warps
 
 
-def _fast_sample(
-    probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False, fused_merge=None
-):
+def _fast_sample(probs, num_samples, generator, seeds, offsets, tiling=None, with_score=False,
+                 fused_merge=None, signature=None):  # fmt: skip
     """fast_sample with an explicit tiling; returns (sample_p, sample_index, score) where score
     [B, n] fp32 holds the winners' p / E when with_score (else None). fused_merge: None picks
     `fuse_merge`; False runs the merge as a second launch instead of in the chunk kernel's
-    last-arriving program (the H200 comparison in ci/gpu/gumbel_gpu.py); True forces one launch."""
+    last-arriving program (the H200 comparison in ci/gpu/gumbel_gpu.py); True forces one launch.
+    `signature`: fast_sample's key of the call, under which the launch is remembered for repeat
+    calls (defaults only)."""
     if not isinstance(probs, torch.Tensor):
         raise TypeError(f"probs must be a torch.Tensor, got {type(probs).__name__}")
     if probs.dim() != 2:
@@ -700,6 +710,7 @@ def _fast_sample(
     sample_index = torch.empty((batch, num_samples), dtype=torch.int64, device=device)
     if batch == 0:
         return sample_p, sample_index, None
+    tiling_given, fused_merge_given = tiling, fused_merge
     tiling = tiling or race_tiling(batch, vocab, num_samples)
     if num_samples > 1 and tiling.tiles_per_chunk != 1:
         raise ValueError(f"num_samples > 1 needs one tile per chunk, got {tiling.tiles_per_chunk}")
@@ -718,75 +729,103 @@ def _fast_sample(
     merge_group_lanes = min(GROUP_TOKENS, tiling.block_v) if grouped and not tiling.pick_in_chunk else 0
     num_chunks = cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
     num_parts = num_chunks * num_samples
-    # [B, num_parts] scratch (kernels/_stream_buffers.py), indexed explicitly by the kernels
-    part_score = stream_buffer(device, "race_score", batch * num_parts, torch.float32)
-    part_index = stream_buffer(device, "race_index", batch * num_parts, torch.int32)
-    score = torch.empty((batch, num_samples), dtype=torch.float32, device=device) if with_score else None
     row_blocks = cdiv(batch, tiling.block_rows)
     block_parts = next_pow2(num_parts)
     if fused_merge is None:
         fused_merge = fuse_merge(block_parts, tiling.num_warps)
-    arrivals = arrival_counters(device, row_blocks) if fused_merge else part_index
+    score = torch.empty((batch, num_samples), dtype=torch.float32, device=device) if with_score else None
     stride_b, stride_v = probs.stride()
+    sizes = (batch, vocab, stride_b, stride_v, seed_stride, offset_stride)
+    plan = _RacePlan(
+        row_blocks, num_chunks, tiling.tiles_per_chunk, num_parts, fused_merge,
+        dict(BLOCK_ROWS=tiling.block_rows, BLOCK_V=tiling.block_v, NUM_SAMPLES=num_samples,
+             UNIT_STRIDE_V=stride_v == 1, FAST_LOG2=not interpreting(), FUSED_MERGE=fused_merge,
+             BLOCK_PARTS=block_parts, WRITE_SCORE=with_score, SCREEN=tiling.screen and num_samples == 1,
+             GROUPED=grouped, SLOTS=slots, PICK_IN_CHUNK=grouped and tiling.pick_in_chunk,
+             MERGE_GROUP_LANES=merge_group_lanes, num_warps=tiling.num_warps),
+        dict(BLOCK_ROWS=tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts)),
+             BLOCK_PARTS=block_parts, NUM_SAMPLES=num_samples, WRITE_SCORE=with_score,
+             GROUP_LANES=merge_group_lanes, num_warps=4),
+    )  # fmt: skip
+    scratch = _race_scratch(device, batch, plan)
+    outputs = (sample_p, sample_index, score)
+    chunk_args, merge_args = _race_args(probs, seeds, offsets, *scratch, *outputs, sizes, plan)
     # launch_keyed's contract: every int argument, the caller's tensors' dtype and 16-byte alignment
     # (outputs and scratch are fresh or persistent allocations: aligned, fixed dtypes), and what the
     # constexprs derive from (tiling, num_samples, fused_merge, with_score)
     key = (probs.dtype, probs.data_ptr() & 15 == 0, seeds.data_ptr() & 15 == 0, offsets.data_ptr() & 15 == 0,
-           batch, vocab, stride_b, stride_v, seed_stride, offset_stride, tiling, num_samples, fused_merge,
-           with_score)  # fmt: skip
-    launch_keyed(
-        _race_chunk_kernel,
-        (row_blocks, num_chunks),
-        key,
-        (probs, seeds, offsets, part_score, part_index, arrivals, sample_p, sample_index,
-         score if with_score else sample_p, batch, vocab, stride_b, stride_v, seed_stride, offset_stride,
-         tiling.tiles_per_chunk, num_parts),
-        dict(
-            BLOCK_ROWS=tiling.block_rows,
-            BLOCK_V=tiling.block_v,
-            NUM_SAMPLES=num_samples,
-            UNIT_STRIDE_V=stride_v == 1,
-            FAST_LOG2=not interpreting(),
-            FUSED_MERGE=fused_merge,
-            BLOCK_PARTS=block_parts,
-            WRITE_SCORE=with_score,
-            SCREEN=tiling.screen and num_samples == 1,
-            GROUPED=grouped,
-            SLOTS=slots,
-            PICK_IN_CHUNK=grouped and tiling.pick_in_chunk,
-            MERGE_GROUP_LANES=merge_group_lanes,
-            num_warps=tiling.num_warps,
-        ),
-    )  # fmt: skip
-    if fused_merge:
-        return sample_p, sample_index, score
-    merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
-    launch(
-        _race_merge_kernel,
-        (cdiv(batch, merge_rows),),
-        part_score,
-        part_index,
-        probs,
-        sample_p,
-        sample_index,
-        score if with_score else sample_p,
-        seeds,
-        offsets,
-        batch,
-        vocab,
-        probs.stride(0),
-        probs.stride(1),
-        seed_stride,
-        offset_stride,
-        num_parts,
-        BLOCK_ROWS=merge_rows,
-        BLOCK_PARTS=block_parts,
-        NUM_SAMPLES=num_samples,
-        WRITE_SCORE=with_score,
-        GROUP_LANES=merge_group_lanes,
-        num_warps=4,
-    )
+           sizes, tiling, num_samples, fused_merge, with_score)  # fmt: skip
+    chunk_grid, merge_grid = (row_blocks, num_chunks), (cdiv(batch, plan.merge_meta["BLOCK_ROWS"]),)
+    launch_keyed(_race_chunk_kernel, chunk_grid, key, chunk_args, plan.chunk_meta)
+    if not fused_merge:
+        launch_keyed(_race_merge_kernel, merge_grid, key, merge_args, plan.merge_meta)
+    if signature is not None and tiling_given is None and not with_score and fused_merge_given is None:
+        go_merge = None if fused_merge else bind_keyed(_race_merge_kernel, merge_grid, key, plan.merge_meta)
+        go = (bind_keyed(_race_chunk_kernel, chunk_grid, key, plan.chunk_meta), go_merge)
+        remember(_REPEATS, signature, _RepeatRace(batch, num_samples, probs.dtype, device, plan, sizes, go))
     return sample_p, sample_index, score
+
+
+class _RacePlan(NamedTuple):
+    row_blocks: int
+    num_chunks: int
+    tiles_per_chunk: int
+    num_parts: int  # candidates per row: chunks x num_samples
+    fused_merge: bool
+    chunk_meta: dict  # _race_chunk_kernel's constexprs and num_warps
+    merge_meta: dict  # _race_merge_kernel's (used when not fused_merge)
+
+
+def _race_scratch(device, batch: int, plan: _RacePlan) -> tuple:
+    """[B, num_parts] candidate scores and indices (kernels/_stream_buffers.py, indexed explicitly by
+    the kernels) and, for the fused merge, the row blocks' arrival counters."""
+    part_score = stream_buffer(device, "race_score", batch * plan.num_parts, torch.float32)
+    part_index = stream_buffer(device, "race_index", batch * plan.num_parts, torch.int32)
+    arrivals = arrival_counters(device, plan.row_blocks) if plan.fused_merge else part_index
+    return part_score, part_index, arrivals
+
+
+def _race_args(probs, seeds, offsets, part_score, part_index, arrivals, sample_p, sample_index, score, sizes,
+               plan: _RacePlan) -> tuple:  # fmt: skip
+    """The chunk and merge kernels' arguments before their constexprs (score absent: sample_p stands in,
+    never written)."""
+    score_arg = sample_p if score is None else score
+    chunk = (probs, seeds, offsets, part_score, part_index, arrivals, sample_p, sample_index, score_arg,
+             *sizes, plan.tiles_per_chunk, plan.num_parts)  # fmt: skip
+    merge = (part_score, part_index, probs, sample_p, sample_index, score_arg, seeds, offsets,
+             *sizes, plan.num_parts)  # fmt: skip
+    return chunk, merge
+
+
+class _RepeatRace:
+    """A remembered fast_sample launch (kernels/_call_signature.py): allocates the outputs, fetches
+    the scratch (kept while the stream and the buffers' generation are unchanged) and launches, with
+    the checks and the plan of the first call of its signature."""
+
+    __slots__ = ("batch", "num_samples", "dtype", "device", "plan", "sizes", "go", "scratch")
+
+    def __init__(self, batch, num_samples, dtype, device, plan: _RacePlan, sizes: tuple, go: tuple) -> None:
+        self.batch, self.num_samples, self.dtype, self.device = batch, num_samples, dtype, device
+        self.plan, self.sizes, self.go = plan, sizes, go
+        self.scratch = (None, -1, ())  # (stream, buffer generation, _race_scratch's tensors)
+
+    def __call__(self, probs, seeds, offsets) -> tuple:
+        shape = (self.batch, self.num_samples)
+        sample_p = torch.empty(shape, dtype=self.dtype, device=self.device)
+        sample_index = torch.empty(shape, dtype=torch.int64, device=self.device)
+        stream, gen, scratch = self.scratch
+        if stream != current_stream_id(self.device) or gen != generation() or not scratch:
+            scratch = _race_scratch(self.device, self.batch, self.plan)
+            self.scratch = (current_stream_id(self.device), generation(), scratch)
+        chunk_args, merge_args = _race_args(probs, seeds, offsets, *scratch, sample_p, sample_index, None,
+                                            self.sizes, self.plan)  # fmt: skip
+        self.go[0](chunk_args)
+        if self.go[1] is not None:
+            self.go[1](merge_args)
+        return sample_p, sample_index
+
+
+_REPEATS = call_memo()  # (tensor_signature, num_samples) -> _RepeatRace
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,121 @@
+"""Repeat calls (kernels/_call_signature.py): the launchers' memo from the tensors' metadata to a
+prepared launch.
+
+Deterministic tests (no statistics): what the signature tells apart; that a remembered call gives
+the full path's outputs bit for bit (chain with explicit uniforms, fast_sample with seeds: both
+deterministic functions of their inputs); that it skips the checks, yet a call with other metadata
+still gets them; and that it follows the persistent scratch when the buffers are replaced. Under
+the interpreter the remembered launch goes through `launch_keyed` (Triton's path); the GPU test in
+test_compiled_launch.py covers the C launcher.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specsample.kernels import _compiled_launch as cl
+from specsample.kernels import chain as kc
+from specsample.kernels import gumbel as kg
+from specsample.kernels._call_signature import tensor_signature
+from specsample.kernels._stream_buffers import discard_stream_buffers, stream_buffer
+
+
+class _Sub(torch.Tensor):
+    pass
+
+
+def test_signature_tells_apart_what_the_checks_and_the_plan_read():
+    base = torch.zeros(2, 64)
+    t = base[:, :32]
+    same = torch.ones(2, 64)[:, :32]  # other values, same metadata
+    assert tensor_signature(t, None) == tensor_signature(same, None)
+    others = [
+        t.double(),  # dtype
+        base[:1, :32],  # shape
+        base[:, ::2],  # strides
+        base.view(-1)[1:].as_strided((2, 32), (64, 1)),  # 4-byte offset: not 16-byte aligned
+        t.as_subclass(_Sub),  # class
+    ]
+    sigs = {tensor_signature(t, None)} | {tensor_signature(o, None) for o in others}
+    assert len(sigs) == 1 + len(others)
+    assert tensor_signature(t, None) != tensor_signature(None, t)  # position of the absent argument
+    assert tensor_signature(t, [1, 2]) is None and tensor_signature(3.0) is None  # not tensors
+
+
+def _chain_inputs(seed: int, device: str, batch: int = 3, k: int = 2, vocab: int = 40):
+    g = torch.Generator().manual_seed(seed)
+    p = torch.rand(batch, k + 1, vocab, generator=g)
+    q = torch.rand(batch, k, vocab, generator=g)
+    x = torch.randint(0, vocab, (batch, k), generator=g)
+    u = torch.rand(batch, k + 1, generator=g)
+    return tuple(t.to(device) for t in (p / p.sum(-1, keepdim=True), x, q / q.sum(-1, keepdim=True), u))
+
+
+def _no_checks(monkeypatch, module, name):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{name} ran on a remembered call")
+
+    monkeypatch.setattr(module, name, refuse)
+
+
+def test_chain_repeat_call_equals_the_full_path_without_its_checks(monkeypatch, device):
+    cl.clear_launch_cache()
+    p, x, q, u = _chain_inputs(0, device)
+    kc.chain_rejection_sample(p, x, q, uniforms=u)  # remembered
+    assert len(kc._REPEATS) == 1
+    p, x, q, u = _chain_inputs(1, device)
+    want = kc._launch(p, x, q, None, u, None, None)  # the full path's launch, not remembered
+    _no_checks(monkeypatch, kc, "check_target_rows")
+    got = kc.chain_rejection_sample(p, x, q, uniforms=u)
+    for a, b in zip(want, got, strict=True):
+        assert torch.equal(a, b)
+    assert len(kc._REPEATS) == 1
+
+
+def test_chain_call_with_other_metadata_is_checked(device):
+    """A bad call after a good one of nearly the same metadata still fails its checks."""
+    cl.clear_launch_cache()
+    p, x, q, u = _chain_inputs(2, device)
+    kc.chain_rejection_sample(p, x, q, uniforms=u)
+    with pytest.raises(ValueError, match="draft_token_ids"):
+        kc.chain_rejection_sample(p, x[:, :1], q, uniforms=u)
+    with pytest.raises(TypeError, match="uniforms"):
+        kc.chain_rejection_sample(p, x, q, uniforms=u.double())
+    with pytest.raises(ValueError, match="randomness"):
+        seeds = torch.zeros(3, dtype=torch.int64, device=device)
+        kc.chain_rejection_sample(p, x, q, uniforms=u, seeds=seeds, offsets=seeds)
+    assert len(kc._REPEATS) == 1
+
+
+def test_chain_repeat_call_takes_replaced_scratch(device):
+    """After the persistent buffers are replaced, a remembered launch uses the new ones (a kept
+    arrival counter buffer could be one a broken kernel left non-zero)."""
+    cl.clear_launch_cache()
+    p, x, q, u = _chain_inputs(3, device)
+    want = kc.chain_rejection_sample(p, x, q, uniforms=u)  # remembered
+    kc.chain_rejection_sample(p, x, q, uniforms=u)  # the remembered launch fetches and keeps its scratch
+    discard_stream_buffers()
+    got = kc.chain_rejection_sample(p, x, q, uniforms=u)
+    (repeat,) = kc._REPEATS.values()
+    assert repeat.scratch[2][1] is stream_buffer(p.device, "arrivals", 1, torch.int32, zeroed=True)
+    for a, b in zip(want, got, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_fast_sample_repeat_call_equals_the_full_path_without_its_checks(monkeypatch, device):
+    cl.clear_launch_cache()
+    g = torch.Generator().manual_seed(4)
+    probs, probs2 = (torch.rand(5, 700, generator=g).to(device) for _ in range(2))
+    seeds, offsets = torch.arange(5, device=device), torch.full((5,), 3, device=device)
+    kg.fast_sample(probs, 1, seeds=seeds, offsets=offsets)  # remembered
+    want = kg._fast_sample(probs2, 1, None, seeds, offsets)[:2]  # the full path, not remembered
+    _no_checks(monkeypatch, kg, "check_device")
+    got = kg.fast_sample(probs2, 1, seeds=seeds, offsets=offsets)
+    assert torch.equal(want[0], got[0]) and torch.equal(want[1], got[1])
+    assert len(kg._REPEATS) == 1
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="num_samples"):
+        kg.fast_sample(probs2, 0, seeds=seeds, offsets=offsets)  # another num_samples: checked
+    with pytest.raises(ValueError, match="offsets"):
+        kg.fast_sample(probs2, 1, seeds=seeds, offsets=offsets[:2])
