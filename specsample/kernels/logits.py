@@ -95,14 +95,15 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait, libdevice
 
 from specsample.kernels._arrivals import arrival_counters
+from specsample.kernels._call_signature import tensor_signature
 from specsample.kernels._checks import FLOAT_DTYPES as _LOGIT_DTYPES
 from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._compiled_launch import launch_keyed
+from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch_keyed, remember
 from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2, supports_pdl
 from specsample.kernels._row_loads import load_once
-from specsample.kernels._stream_buffers import generation, stream_buffer
+from specsample.kernels._stream_buffers import current_stream_id, generation, stream_buffer
 from specsample.kernels.gumbel import _cdf_pick
 from specsample.kernels.philox import (
     STREAM_LOGITS_GROUP,
@@ -1578,6 +1579,14 @@ def rejection_sample_logits(
     probability tensors are never materialised: workspaces are O(B (K+1) V / chunk).
     """
     lg = target_logits
+    # a repeat call (the tensors' metadata of an earlier call that launched): no checks, no planning
+    signature = None
+    if _config is None:
+        tensors = (lg, draft_token_ids, draft_logits, temperature, seeds, offsets, num_draft_tokens)
+        signature = tensor_signature(*tensors)
+        repeat = _REPEATS.get(signature)
+        if repeat is not None:
+            return repeat(*tensors)
     batch, k_plus_1, vocab = check_target_rows("target_logits", lg)
     num_k = k_plus_1 - 1
     device = lg.device
@@ -1590,7 +1599,8 @@ def rejection_sample_logits(
     if num_draft_tokens is not None:
         _check_tensor("num_draft_tokens", num_draft_tokens, (batch,), _ID_DTYPES, device)
     return _launch(lg, draft_token_ids, draft_logits, temperature, seeds, offsets, num_draft_tokens,
-                   launch_config(batch, k_plus_1, vocab, _config, logit_bytes=lg.element_size()))  # fmt: skip
+                   launch_config(batch, k_plus_1, vocab, _config, logit_bytes=lg.element_size()),
+                   signature)  # fmt: skip
 
 
 def stats_lane_i32(cfg: dict, vocab: int, target_stride_v: int, draft_stride_v: int) -> bool:
@@ -1725,61 +1735,91 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     return plan
 
 
-def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg) -> SampleResult:
-    """The three launches on validated tensors."""
+def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg, signature=None) -> SampleResult:
+    """The three launches on validated tensors. `signature`: the call's `tensor_signature`, under
+    which the launch is remembered for repeat calls (default config only)."""
     batch, k_plus_1, vocab = lg.shape
     num_k = k_plus_1 - 1
     device = lg.device
     result = empty_result(batch, k_plus_1, device)
-    tokens, num_accepted, fallback, valid = result
     if batch == 0:
         return result
 
     has_draft = dl is not None and num_k > 0
     st = lg.stride()
-    d_arg, sd = (dl, dl.stride()) if has_draft else (lg, (0, 0, 0))
-    x_arg, sx = (x, x.stride()) if num_k > 0 else (tokens, (0, 0))
-    n_arg, sn = (n, n.stride(0)) if n is not None else (tokens, 0)
-    s_temp, s_seed, s_offset = temperature.stride(0), seeds.stride(0), offsets.stride(0)
+    sd = dl.stride() if has_draft else (0, 0, 0)
+    sx = x.stride() if num_k > 0 else (0, 0)
+    sn = n.stride(0) if n is not None else 0
     lane_i32 = stats_lane_i32(cfg, vocab, st[2], sd[2])
-    key, grids, scratch, metas, counts = _plan(device, batch, k_plus_1, vocab, has_draft, n is not None,
-                                               lane_i32, cfg)  # fmt: skip
-    tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum = scratch
-    nc1, nc2, num_parts, num_groups = counts
+    plan_args = (device, batch, k_plus_1, vocab, has_draft, n is not None, lane_i32, cfg)
+    key, grids, scratch, metas, counts = _plan(*plan_args)
+    sizes = (batch, vocab, *counts, st, sd, sx, sn, temperature.stride(0), seeds.stride(0), offsets.stride(0))
+    args = _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, sizes)
     # launch_keyed's contract: the plan key holds the shape, the config and every constexpr; add the
     # caller's tensors' dtypes, 16-byte alignments and strides (scratch and outputs: fixed, aligned)
-    call = (
-        key,
-        lg.dtype,
-        d_arg.dtype,
-        x_arg.dtype,
-        n_arg.dtype,
-        st,
-        sd,
-        sx,
-        sn,
-        s_temp,
-        s_seed,
-        s_offset,
-        tuple(t.data_ptr() & 15 == 0 for t in (lg, d_arg, x_arg, n_arg, temperature, seeds, offsets)),
-    )
-    launch_keyed(_logits_stats_kernel, grids[0], ("stats", call),
-        (lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum, gmax, gsum,
-         batch, vocab, nc1, num_parts, *st, *sd, s_temp, sn), metas[0],
-    )  # fmt: skip
-    launch_keyed(_logits_accept_kernel, grids[1], ("accept", call),
-        (lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum, row_f, row_i,
-         tokens, num_accepted, fallback, valid, gmax, gsum,
-         batch, vocab, nc1, num_parts, num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset), metas[1],
-    )  # fmt: skip
-    if has_draft:
-        launch_keyed(_logits_race_kernel, grids[2], ("race", call),
-            (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, tokens, fallback, valid, gmax,
-             gsum, batch, vocab, nc2, num_parts, *st, *sd, s_seed, s_offset), metas[2],
-        )  # fmt: skip
-    else:
-        launch_keyed(_logits_pick_kernel, grids[2], ("pick", call),
-            (lg, seeds, offsets, row_f, row_i, gmax, gsum, tokens, fallback, valid,
-             batch, vocab, num_parts, num_groups, *st, s_seed, s_offset), metas[2],
-        )  # fmt: skip
+    inputs = (*args[1][:5], seeds, offsets)  # the accept kernel's: logits, draft, ids, temperature, counts
+    call = (key, *[t.dtype for t in inputs[:5]], *sizes[6:], tuple(t.data_ptr() & 15 == 0 for t in inputs))
+    last_kernel = _logits_race_kernel if has_draft else _logits_pick_kernel
+    kernels = (_logits_stats_kernel, _logits_accept_kernel, last_kernel)
+    keys = (("stats", call), ("accept", call), ("race" if has_draft else "pick", call))
+    for kernel, grid, launch_key, kernel_args, meta in zip(kernels, grids, keys, args, metas, strict=True):
+        launch_keyed(kernel, grid, launch_key, kernel_args, meta)
+    if signature is not None:
+        go = tuple(bind_keyed(*launch) for launch in zip(kernels, grids, keys, metas, strict=True))
+        remember(_REPEATS, signature, _RepeatLogits(plan_args, sizes, go))
     return result
+
+
+def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, sizes) -> tuple:
+    """The three kernels' arguments before their constexprs: (stats, accept, race or pick). Absent
+    inputs are stood in for by tensors the constexprs keep unread (the logits, the tokens output)."""
+    tokens, num_accepted, fallback, valid = result
+    tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum = scratch
+    batch, vocab, nc1, nc2, num_parts, num_groups, st, sd, sx, sn, s_temp, s_seed, s_offset = sizes
+    has_draft = dl is not None and lg.shape[1] > 1
+    d_arg = dl if has_draft else lg
+    x_arg = x if lg.shape[1] > 1 else tokens
+    n_arg = n if n is not None else tokens
+    stats = (lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum, gmax, gsum,
+             batch, vocab, nc1, num_parts, *st, *sd, s_temp, sn)  # fmt: skip
+    accept = (lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum, row_f,
+              row_i, tokens, num_accepted, fallback, valid, gmax, gsum, batch, vocab, nc1, num_parts,
+              num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset)  # fmt: skip
+    if has_draft:
+        last = (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, tokens, fallback, valid,
+                gmax, gsum, batch, vocab, nc2, num_parts, *st, *sd, s_seed, s_offset)  # fmt: skip
+    else:
+        last = (lg, seeds, offsets, row_f, row_i, gmax, gsum, tokens, fallback, valid,
+                batch, vocab, num_parts, num_groups, *st, s_seed, s_offset)  # fmt: skip
+    return stats, accept, last
+
+
+class _RepeatLogits:
+    """A remembered rejection_sample_logits launch (kernels/_call_signature.py): allocates the
+    outputs, takes the plan's scratch (kept while the stream and the buffers' generation are
+    unchanged, else `_plan` again) and makes the three launches, with the checks and the plan of the
+    first call of its signature."""
+
+    __slots__ = ("plan_args", "sizes", "go", "scratch")
+
+    def __init__(self, plan_args: tuple, sizes: tuple, go: tuple) -> None:
+        self.plan_args = plan_args  # _plan's arguments: device, batch, K+1, V, flags, config
+        self.sizes = sizes  # the kernels' int arguments: batch, vocab, the plan's counts, strides
+        self.go = go  # bind_keyed's launches: stats, accept, race or pick
+        self.scratch = (None, -1, ())  # (stream, buffer generation, the plan's scratch)
+
+    def __call__(self, lg, x, dl, temperature, seeds, offsets, n) -> SampleResult:
+        device, batch, k_plus_1 = self.plan_args[:3]
+        result = empty_result(batch, k_plus_1, device)
+        stream, gen, scratch = self.scratch
+        if stream != current_stream_id(device) or gen != generation() or not scratch:
+            scratch = _plan(*self.plan_args)[2]
+            self.scratch = (current_stream_id(device), generation(), scratch)
+        args = _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, self.sizes)
+        self.go[0](args[0])
+        self.go[1](args[1])
+        self.go[2](args[2])
+        return result
+
+
+_REPEATS = call_memo()  # tensor_signature -> _RepeatLogits

@@ -3,7 +3,8 @@ prepared launch.
 
 Deterministic tests (no statistics): what the signature tells apart; that a remembered call gives
 the full path's outputs bit for bit (chain with explicit uniforms, fast_sample with seeds: both
-deterministic functions of their inputs); that it skips the checks, yet a call with other metadata
+deterministic functions of their inputs; rejection_sample_logits, classic and one-hot, with
+seeds); that it skips the checks, yet a call with other metadata
 still gets them; and that it follows the persistent scratch when the buffers are replaced. Under
 the interpreter the remembered launch goes through `launch_keyed` (Triton's path); the GPU test in
 test_compiled_launch.py covers the C launcher.
@@ -17,6 +18,7 @@ import torch
 from specsample.kernels import _compiled_launch as cl
 from specsample.kernels import chain as kc
 from specsample.kernels import gumbel as kg
+from specsample.kernels import logits as kl
 from specsample.kernels._call_signature import tensor_signature
 from specsample.kernels._stream_buffers import discard_stream_buffers, stream_buffer
 
@@ -119,3 +121,32 @@ def test_fast_sample_repeat_call_equals_the_full_path_without_its_checks(monkeyp
         kg.fast_sample(probs2, 0, seeds=seeds, offsets=offsets)  # another num_samples: checked
     with pytest.raises(ValueError, match="offsets"):
         kg.fast_sample(probs2, 1, seeds=seeds, offsets=offsets[:2])
+
+
+def _logits_inputs(seed: int, device: str, classic: bool, batch: int = 3, k: int = 2, vocab: int = 300):
+    g = torch.Generator().manual_seed(seed)
+    lg = torch.randn(batch, k + 1, vocab, generator=g) * 3
+    dl = lg[:, :k] + torch.randn(batch, k, vocab, generator=g) if classic else None
+    x = torch.randint(0, vocab, (batch, k), generator=g)
+    temperature = torch.tensor([0.0, 0.7, 1.3])[:batch]  # a greedy row among sampled ones
+    seeds, offsets = torch.arange(batch) + seed, torch.full((batch,), 5)
+    return tuple(None if t is None else t.to(device) for t in (lg, x, dl, temperature, seeds, offsets))
+
+
+@pytest.mark.parametrize("classic", [True, False])
+def test_logits_repeat_call_equals_the_full_path_without_its_checks(monkeypatch, device, classic):
+    cl.clear_launch_cache()
+    lg, x, dl, temperature, seeds, offsets = _logits_inputs(5, device, classic)
+    kl.rejection_sample_logits(lg, x, dl, temperature=temperature, seeds=seeds, offsets=offsets)  # remembered
+    assert len(kl._REPEATS) == 1
+    lg, x, dl, temperature, seeds, offsets = _logits_inputs(6, device, classic)
+    cfg = kl.launch_config(*lg.shape, None, logit_bytes=lg.element_size())
+    want = kl._launch(lg, x, dl, temperature, seeds, offsets, None, cfg)  # the full path, not remembered
+    _no_checks(monkeypatch, kl, "check_target_rows")
+    got = kl.rejection_sample_logits(lg, x, dl, temperature=temperature, seeds=seeds, offsets=offsets)
+    for a, b in zip(want, got, strict=True):
+        assert torch.equal(a, b)
+    assert len(kl._REPEATS) == 1
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="temperature"):
+        kl.rejection_sample_logits(lg, x, dl, temperature=temperature[:2], seeds=seeds, offsets=offsets)
