@@ -105,8 +105,13 @@ def test_chain_repeat_call_takes_replaced_scratch(device):
         assert torch.equal(a, b)
 
 
-def test_fast_sample_repeat_call_equals_the_full_path_without_its_checks(monkeypatch, device):
+@pytest.mark.parametrize("two_launches", [False, True])
+def test_fast_sample_repeat_call_equals_the_full_path_without_its_checks(monkeypatch, device, two_launches):
+    """Both forms of the race: the merge in the chunk kernel's last program, or (many candidates per
+    row; forced here) a second launch."""
     cl.clear_launch_cache()
+    if two_launches:
+        monkeypatch.setattr(kg, "_FUSED_MERGE_PARTS_PER_THREAD", 0)
     g = torch.Generator().manual_seed(4)
     probs, probs2 = (torch.rand(5, 700, generator=g).to(device) for _ in range(2))
     seeds, offsets = torch.arange(5, device=device), torch.full((5,), 3, device=device)
@@ -115,7 +120,8 @@ def test_fast_sample_repeat_call_equals_the_full_path_without_its_checks(monkeyp
     _no_checks(monkeypatch, kg, "check_device")
     got = kg.fast_sample(probs2, 1, seeds=seeds, offsets=offsets)
     assert torch.equal(want[0], got[0]) and torch.equal(want[1], got[1])
-    assert len(kg._REPEATS) == 1
+    (repeat,) = kg._REPEATS.values()
+    assert (repeat.go[1] is not None) == two_launches
     monkeypatch.undo()
     with pytest.raises(ValueError, match="num_samples"):
         kg.fast_sample(probs2, 0, seeds=seeds, offsets=offsets)  # another num_samples: checked
