@@ -10,7 +10,9 @@ graph-free back-to-back calls (warm_us: event-timed median, no flush). Launches 
 wrapping the kernel module's `launch_keyed`: the kernels that run are the package's own, with its
 plan and its programmatic dependent launches. A call cut short leaves wrong outputs, never a stuck
 arrival counter (the race's counters are zeroed by its own last program, which then does not run).
-Differences between prefixes are what each later kernel adds to the call, overlap included; the
+The launcher's repeat-call memo is off while a prefix is timed, so every timed call also pays the
+full path's host time (zero_pause is not host-bound; warm_us may be at B = 1). Differences between
+prefixes are what each later kernel adds to the call, overlap included; the
 statistics pass alone against read_floor.py's bare read says what the pass costs over its bytes.
 One JSON line per (case, prefix) to --out.
 """
@@ -33,10 +35,19 @@ def stage_of(key: tuple) -> str:
     return "race" if key[0] == "pick" else key[0]
 
 
+class _Forgetful(dict):
+    """A repeat-call memo that remembers nothing (every call takes the launcher's full path)."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
 def limit_launches(module, stages: int):
-    """Wrap `module.launch_keyed` so that only the first `stages` of STAGES launch; returns a function
-    that restores it."""
-    original = module.launch_keyed
+    """Wrap `module.launch_keyed` so that only the first `stages` of STAGES launch, with the module's
+    repeat-call memo (`_REPEATS`, kernels/_call_signature.py) switched off: a remembered call would
+    launch all three kernels without going through `launch_keyed`. Returns a function that restores
+    both."""
+    original, memo = module.launch_keyed, module._REPEATS
     allowed = set(STAGES[:stages])
 
     def launch_keyed(kernel, grid, key, args, meta):
@@ -44,9 +55,10 @@ def limit_launches(module, stages: int):
             original(kernel, grid, key, args, meta)
 
     module.launch_keyed = launch_keyed
+    module._REPEATS = _Forgetful()
 
     def restore():
-        module.launch_keyed = original
+        module.launch_keyed, module._REPEATS = original, memo
 
     return restore
 

@@ -124,14 +124,17 @@ def launch(kernel, grid: tuple, *args, **meta) -> None:
     if _path == "jit" or interpreting() or _hooks_installed():
         kernel[grid](*args, **meta)
         return
-    # per argument: ints (most of them) as they are, tensors by dtype and 16-byte alignment, anything
-    # else (None, floats, bools) by value; written inline: this runs on every call
-    key = (
+    _launch_cached(kernel, grid, _launch_key(args, meta), args, meta)
+
+
+def _launch_key(args: tuple, meta: dict) -> tuple:
+    """`launch`'s cache key: per argument, ints (most of them) as they are, tensors by dtype and
+    16-byte alignment, anything else (None, floats, bools) by value; then the keyword arguments."""
+    return (
         tuple([a if a.__class__ is int else (a.dtype, a.data_ptr() & 15 == 0) if isinstance(a, _Tensor) else a
                for a in args]),
         tuple(meta.items()),
     )  # fmt: skip
-    _launch_cached(kernel, grid, key, args, meta)
 
 
 def launch_keyed(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> None:
@@ -168,10 +171,27 @@ def bind_keyed(kernel, grid: tuple, key: tuple, meta: dict):
     def keyed(args: tuple) -> None:
         launch_keyed(kernel, grid, key, args, meta)
 
+    return _bind(kernel, grid, ("keyed", key), keyed)
+
+
+def bind(kernel, grid: tuple, args: tuple, meta: dict):
+    """`bind_keyed` for a kernel launched with `launch(kernel, grid, *args, **meta)`: `go(new_args)`
+    launches like `launch` for arguments of the same key as `args` (every int and float argument
+    equal, tensors of equal dtype and 16-byte alignment, as `launch` keys them)."""
+
+    def keyed(new_args: tuple) -> None:
+        launch(kernel, grid, *new_args, **meta)
+
+    return _bind(kernel, grid, _launch_key(args, meta), keyed)
+
+
+def _bind(kernel, grid: tuple, cache_key: tuple, keyed):
+    """The C-launcher call for the compiled kernel cached under (kernel, current device, cache_key),
+    or `keyed` (the launch through the cache) where that cannot be done: see `bind_keyed`."""
     if _path == "jit" or interpreting() or not _RUN_SIGNATURE_KNOWN:
         return keyed
     device = torch.cuda.current_device()
-    hit = _CACHE.get((kernel, device, ("keyed", key)))
+    hit = _CACHE.get((kernel, device, cache_key))
     run = hit[0].run if hit is not None else None
     c_launch = getattr(run, "launch", None)
     if c_launch is None or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):

@@ -53,7 +53,7 @@ from triton.language.extra.cuda import libdevice
 
 from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._call_signature import tensor_signature
-from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch, launch_keyed, remember
+from specsample.kernels._compiled_launch import bind, bind_keyed, call_memo, launch, launch_keyed, remember
 from specsample.kernels._launch import H200_SMS, cdiv, check_device, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import current_stream_id, generation, stream_buffer
@@ -1113,108 +1113,125 @@ def _check_logits(name: str, logits, ndim: int | None):
         raise ValueError(f"V must be below 2^31 - 1, got {logits.shape[-1]}")
 
 
-def _logits_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise, tiling):
-    """Phases 1 and 2 over [B, V] logits: (token [B] int64, row_max [B], row_sum [B], num_chunks)."""
-    batch, vocab = logits.shape
-    device = logits.device
+class _SoftmaxRacePlan(NamedTuple):
+    """What a sample_from_logits / renorm_draft_probs call launches for one shape and temperature
+    form: the race's chunk and merge kernels, then (probs wanted) the softmax write."""
+
+    batch: int
+    vocab: int
+    num_chunks: int
+    tiles_per_chunk: int
+    noise: bool  # sample_from_logits: the race with Philox noise; renorm_draft_probs: the plain argmax
+    grids: tuple  # chunk, merge, write
+    metas: tuple  # their constexprs and num_warps
+
+
+def _softmax_race_plan(batch: int, vocab: int, tiling: RaceTiling, per_row: bool, noise: bool,
+                       unit_stride_v: bool) -> _SoftmaxRacePlan:  # fmt: skip
     num_chunks = cdiv(vocab, tiling.block_v * tiling.tiles_per_chunk)
-    # scratch (kernels/_stream_buffers.py): per chunk [B, num_chunks] the winner's score and index
-    # and the chunk's max and sum; per row [B] the max and sum (read by _write_softmax in this call)
-    parts = batch * num_chunks
-    part_score = stream_buffer(device, "logits_race_score", parts, torch.float32)
-    part_index = stream_buffer(device, "logits_race_index", parts, torch.int32)
-    part_max = stream_buffer(device, "logits_race_max", parts, torch.float32)
-    part_sum = stream_buffer(device, "logits_race_sum", parts, torch.float32)
-    row_max = stream_buffer(device, "logits_race_row_max", batch, torch.float32)
-    row_sum = stream_buffer(device, "logits_race_row_sum", batch, torch.float32)
-    token = torch.empty(batch, dtype=torch.int64, device=device)
-    temp_tensor, temp_stride, temp_value = temp
-    per_row = temp_tensor is not None
-    temp_ptr = temp_tensor if per_row else row_max  # not read without PER_ROW_TEMPERATURE
-    seeds = seeds if noise else part_index
-    offsets = offsets if noise else part_index
-    row_blocks = cdiv(batch, tiling.block_rows)
-    launch(
-        _logits_chunk_kernel,
-        (row_blocks, num_chunks),
-        logits,
-        temp_ptr,
-        seeds,
-        offsets,
-        part_score,
-        part_index,
-        part_max,
-        part_sum,
-        temp_stride,
-        temp_value,
-        batch,
-        vocab,
-        logits.stride(0),
-        logits.stride(1),
-        seed_stride,
-        offset_stride,
-        tiling.tiles_per_chunk,
-        num_chunks,
-        BLOCK_ROWS=tiling.block_rows,
-        BLOCK_V=tiling.block_v,
-        PER_ROW_TEMPERATURE=per_row,
-        NOISE=noise,
-        UNIT_STRIDE_V=logits.stride(1) == 1,
-        FAST_LOG2=not interpreting(),
-        num_warps=tiling.num_warps,
-    )
     block_parts = next_pow2(num_chunks)
     merge_rows = tiling.block_rows if interpreting() else max(1, min(16, 4096 // block_parts))
-    launch(
-        _logits_merge_kernel,
-        (cdiv(batch, merge_rows),),
-        part_score,
-        part_index,
-        part_max,
-        part_sum,
-        token,
-        row_max,
-        row_sum,
-        temp_ptr,
-        temp_stride,
-        temp_value,
-        batch,
-        num_chunks,
-        BLOCK_ROWS=merge_rows,
-        BLOCK_PARTS=block_parts,
-        PER_ROW_TEMPERATURE=per_row,
-        num_warps=4,
+    row_blocks = cdiv(batch, tiling.block_rows)
+    grids = ((row_blocks, num_chunks), (cdiv(batch, merge_rows),), (row_blocks, num_chunks))
+    metas = (
+        dict(BLOCK_ROWS=tiling.block_rows, BLOCK_V=tiling.block_v, PER_ROW_TEMPERATURE=per_row, NOISE=noise,
+             UNIT_STRIDE_V=unit_stride_v, FAST_LOG2=not interpreting(), num_warps=tiling.num_warps),
+        dict(BLOCK_ROWS=merge_rows, BLOCK_PARTS=block_parts, PER_ROW_TEMPERATURE=per_row, num_warps=4),
+        dict(BLOCK_ROWS=tiling.block_rows, BLOCK_V=tiling.block_v, PER_ROW_TEMPERATURE=per_row,
+             num_warps=tiling.num_warps),
+    )  # fmt: skip
+    return _SoftmaxRacePlan(batch, vocab, num_chunks, tiling.tiles_per_chunk, noise, grids, metas)
+
+
+def _softmax_race_scratch(device, plan: _SoftmaxRacePlan) -> tuple:
+    """Per chunk [B, num_chunks] the winner's score and index and the chunk's max and sum; per row [B]
+    the max and sum (read by the softmax write of the same call). kernels/_stream_buffers.py."""
+    parts = plan.batch * plan.num_chunks
+    return (
+        stream_buffer(device, "logits_race_score", parts, torch.float32),
+        stream_buffer(device, "logits_race_index", parts, torch.int32),
+        stream_buffer(device, "logits_race_max", parts, torch.float32),
+        stream_buffer(device, "logits_race_sum", parts, torch.float32),
+        stream_buffer(device, "logits_race_row_max", plan.batch, torch.float32),
+        stream_buffer(device, "logits_race_row_sum", plan.batch, torch.float32),
     )
-    return token, row_max, row_sum, num_chunks
 
 
-def _write_softmax(logits, temp, token, row_max, row_sum, out, num_chunks, tiling):
-    batch, vocab = logits.shape
+def _softmax_race_args(logits, temp, seeds, offsets, seed_stride, offset_stride, token, out, scratch,
+                       plan: _SoftmaxRacePlan) -> tuple:  # fmt: skip
+    """The chunk, merge and (out given) softmax-write kernels' arguments before their constexprs.
+    Without a per-row temperature the kernels never read their temperature pointer (row_max stands
+    in); without noise (renorm_draft_probs) they never read seeds and offsets (part_index stands in)."""
+    part_score, part_index, part_max, part_sum, row_max, row_sum = scratch
     temp_tensor, temp_stride, temp_value = temp
-    per_row = temp_tensor is not None
-    launch(
-        _softmax_write_kernel,
-        (cdiv(batch, tiling.block_rows), num_chunks),
-        logits,
-        temp_tensor if per_row else row_max,
-        token,
-        row_max,
-        row_sum,
-        out,
-        temp_stride,
-        temp_value,
-        batch,
-        vocab,
-        logits.stride(0),
-        logits.stride(1),
-        out.stride(0),
-        out.stride(1),
-        tiling.tiles_per_chunk,
-        BLOCK_ROWS=tiling.block_rows,
-        BLOCK_V=tiling.block_v,
-        PER_ROW_TEMPERATURE=per_row,
-        num_warps=tiling.num_warps,
-    )
+    temp_ptr = row_max if temp_tensor is None else temp_tensor
+    if not plan.noise:
+        seeds = offsets = part_index
+    batch, vocab = plan.batch, plan.vocab
+    chunk = (logits, temp_ptr, seeds, offsets, part_score, part_index, part_max, part_sum, temp_stride,
+             temp_value, batch, vocab, *logits.stride(), seed_stride, offset_stride, plan.tiles_per_chunk,
+             plan.num_chunks)  # fmt: skip
+    merge = (part_score, part_index, part_max, part_sum, token, row_max, row_sum, temp_ptr, temp_stride,
+             temp_value, batch, plan.num_chunks)  # fmt: skip
+    write = None
+    if out is not None:
+        write = (logits, temp_ptr, token, row_max, row_sum, out, temp_stride, temp_value, batch, vocab,
+                 *logits.stride(), *out.stride(), plan.tiles_per_chunk)  # fmt: skip
+    return chunk, merge, write
+
+
+_SOFTMAX_KERNELS = (_logits_chunk_kernel, _logits_merge_kernel, _softmax_write_kernel)
+
+
+def _softmax_race(logits, temp, seeds, offsets, seed_stride, offset_stride, noise: bool, tiling: RaceTiling,
+                  out, memo=None, signature=None, lead_shape=None):  # fmt: skip
+    """The race over [B, V] logits (token [B] int64), then the softmax written to `out` when given.
+    `signature`: the caller's key of the call, under which the launches are remembered in `memo`."""
+    device = logits.device
+    per_row = temp[0] is not None
+    plan = _softmax_race_plan(logits.shape[0], logits.shape[1], tiling, per_row, noise, logits.stride(1) == 1)
+    token = torch.empty(plan.batch, dtype=torch.int64, device=device)
+    args = _softmax_race_args(logits, temp, seeds, offsets, seed_stride, offset_stride, token, out,
+                              _softmax_race_scratch(device, plan), plan)  # fmt: skip
+    launches = [(kernel, grid, a, meta)
+                for kernel, grid, a, meta in zip(_SOFTMAX_KERNELS, plan.grids, args, plan.metas, strict=True)
+                if a is not None]  # fmt: skip
+    for kernel, grid, a, meta in launches:
+        launch(kernel, grid, *a, **meta)
+    if signature is not None:
+        go = tuple(bind(*one) for one in launches)
+        repeat = _RepeatSoftmaxRace(plan, device, seed_stride, offset_stride, lead_shape, go)
+        remember(memo, signature, repeat)
+    return token
+
+
+class _RepeatSoftmaxRace:
+    """A remembered sample_from_logits / renorm_draft_probs call (kernels/_call_signature.py): the
+    temperature argument and the token output made again, the scratch kept while the stream and the
+    buffers' generation are unchanged, and the two or three launches of the first call of its
+    signature."""
+
+    __slots__ = ("plan", "device", "seed_stride", "offset_stride", "lead_shape", "go", "scratch")
+
+    def __init__(self, plan: _SoftmaxRacePlan, device, seed_stride: int, offset_stride: int, lead_shape,
+                 go: tuple) -> None:  # fmt: skip
+        self.plan, self.device, self.lead_shape, self.go = plan, device, lead_shape, go
+        self.seed_stride, self.offset_stride = seed_stride, offset_stride
+        self.scratch = (None, -1, ())  # (stream, buffer generation, _softmax_race_scratch's tensors)
+
+    def __call__(self, logits, temperature, seeds, offsets, out):
+        plan = self.plan
+        temp = _temperature_arg(temperature, plan.batch, self.device, self.lead_shape)
+        token = torch.empty(plan.batch, dtype=torch.int64, device=self.device)
+        stream, gen, scratch = self.scratch
+        if stream != current_stream_id(self.device) or gen != generation() or not scratch:
+            scratch = _softmax_race_scratch(self.device, plan)
+            self.scratch = (current_stream_id(self.device), generation(), scratch)
+        args = _softmax_race_args(logits, temp, seeds, offsets, self.seed_stride, self.offset_stride, token,
+                                  out, scratch, plan)  # fmt: skip
+        for go, a in zip(self.go, args, strict=False):  # the write's arguments are None without `out`
+            go(a)
+        return token
 
 
 def sample_from_logits(logits, temperature, *, seeds, offsets, probs_out=None):
@@ -1232,10 +1249,19 @@ def sample_from_logits(logits, temperature, *, seeds, offsets, probs_out=None):
                  then is the row read a second time.
     Returns tokens [B] int64 (-1 for a row with no finite logit). Never synchronises with the host.
     """
-    return _sample_from_logits(logits, temperature, seeds, offsets, probs_out)
+    # a repeat call (the tensors' metadata and a float temperature's value of an earlier call that
+    # launched): no checks, no planning (kernels/_call_signature.py)
+    value = temperature.__class__ in (float, int)
+    signature = (tensor_signature(logits, seeds, offsets, None if value else temperature, probs_out),
+                 temperature if value else None)  # fmt: skip
+    repeat = _REPEATS_FROM_LOGITS.get(signature) if signature[0] is not None else None
+    if repeat is not None:
+        return repeat(logits, temperature, seeds, offsets, probs_out)
+    return _sample_from_logits(logits, temperature, seeds, offsets, probs_out,
+                               signature=signature if signature[0] is not None else None)  # fmt: skip
 
 
-def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=None):
+def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=None, signature=None):
     _check_logits("logits", logits, 2)
     batch, vocab = logits.shape
     if seeds is None or offsets is None:
@@ -1258,13 +1284,10 @@ def _sample_from_logits(logits, temperature, seeds, offsets, probs_out, tiling=N
             raise ValueError(f"probs_out is on {probs_out.device} but the logits are on {logits.device}")
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
+    remembered = signature is not None and tiling is None
     tiling = tiling or wide_race_tiling(batch, vocab)
-    token, row_max, row_sum, num_chunks = _logits_race(
-        logits, temp, seeds, offsets, seed_stride, offset_stride, True, tiling
-    )
-    if probs_out is not None:
-        _write_softmax(logits, temp, token, row_max, row_sum, probs_out, num_chunks, tiling)
-    return token
+    return _softmax_race(logits, temp, seeds, offsets, seed_stride, offset_stride, True, tiling, probs_out,
+                         _REPEATS_FROM_LOGITS, signature if remembered else None)  # fmt: skip
 
 
 def renorm_draft_probs(draft_logits, temperature):
@@ -1278,16 +1301,29 @@ def renorm_draft_probs(draft_logits, temperature):
                   leading dims (e.g. [B] for [B, K, V]), broadcast over the remaining ones.
     Never synchronises with the host.
     """
-    _check_logits("draft_logits", draft_logits, None)
+    # a repeat call: as sample_from_logits
+    value = temperature.__class__ in (float, int)
+    signature = (tensor_signature(draft_logits, None if value else temperature),
+                 temperature if value else None)  # fmt: skip
+    repeat = _REPEATS_RENORM.get(signature) if signature[0] is not None else None
+    if repeat is None:
+        _check_logits("draft_logits", draft_logits, None)
     lead = tuple(draft_logits.shape[:-1])
     vocab = draft_logits.shape[-1]
     logits = draft_logits.reshape(-1, vocab)
     rows = logits.shape[0]
-    temp = _temperature_arg(temperature, rows, draft_logits.device, lead)
     out = torch.empty((rows, vocab), dtype=torch.float32, device=draft_logits.device)
+    if repeat is not None:
+        repeat(logits, temperature, None, None, out)
+        return out.reshape(*lead, vocab)
+    temp = _temperature_arg(temperature, rows, draft_logits.device, lead)
     if rows == 0:
         return out.reshape(*lead, vocab)
     tiling = wide_race_tiling(rows, vocab)
-    token, row_max, row_sum, num_chunks = _logits_race(logits, temp, None, None, 0, 0, False, tiling)
-    _write_softmax(logits, temp, token, row_max, row_sum, out, num_chunks, tiling)
+    _softmax_race(logits, temp, None, None, 0, 0, False, tiling, out, _REPEATS_RENORM,
+                  signature if signature[0] is not None else None, lead)  # fmt: skip
     return out.reshape(*lead, vocab)
+
+
+_REPEATS_FROM_LOGITS = call_memo()  # (tensor_signature, float temperature) -> _RepeatSoftmaxRace
+_REPEATS_RENORM = call_memo()  # the same, for renorm_draft_probs

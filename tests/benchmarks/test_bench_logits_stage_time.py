@@ -22,10 +22,11 @@ def _call(classic: bool, device: str) -> None:
 
 @pytest.mark.parametrize("classic", [True, False], ids=["classic", "one-hot"])
 def test_limit_launches_keeps_a_prefix(monkeypatch, classic, device):
-    """stages = 1, 2, 3 launch (stats), (stats, accept), (stats, accept, race | pick)."""
+    """stages = 1, 2, 3 launch (stats), (stats, accept), (stats, accept, race | pick), on repeat calls
+    too (the launcher's repeat-call memo would launch all three without `launch_keyed`)."""
     seen = []
     monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: seen.append(key[0]))
-    recorder = kl.launch_keyed
+    recorder, memo = kl.launch_keyed, kl._REPEATS
     last = "race" if classic else "pick"
     for stages, want in ((1, ["stats"]), (2, ["stats", "accept"]), (3, ["stats", "accept", last])):
         seen.clear()
@@ -34,5 +35,5 @@ def test_limit_launches_keeps_a_prefix(monkeypatch, classic, device):
             _call(classic, device)
         finally:
             restore()
-        assert seen == want
-        assert kl.launch_keyed is recorder
+        assert seen == want  # every call took the full path: the repeat-call memo was off
+        assert kl.launch_keyed is recorder and kl._REPEATS is memo

@@ -156,3 +156,40 @@ def test_logits_repeat_call_equals_the_full_path_without_its_checks(monkeypatch,
     monkeypatch.undo()
     with pytest.raises(ValueError, match="temperature"):
         kl.rejection_sample_logits(lg, x, dl, temperature=temperature[:2], seeds=seeds, offsets=offsets)
+
+
+@pytest.mark.parametrize("form", ["float", "tensor", "tensor_probs_out"])
+def test_sample_from_logits_repeat_call_equals_the_full_path_without_its_checks(monkeypatch, device, form):
+    cl.clear_launch_cache()
+    g = torch.Generator().manual_seed(7)
+    logits, logits2 = (torch.randn(4, 500, generator=g).mul(3).to(device) for _ in range(2))
+    seeds, offsets = torch.arange(4, device=device), torch.full((4,), 2, device=device)
+    temp = 0.8 if form == "float" else torch.tensor([0.8, 0.0, 1.5, 1.0], device=device)
+    out = torch.empty(4, 500, device=device) if form == "tensor_probs_out" else None
+    kg.sample_from_logits(logits, temp, seeds=seeds, offsets=offsets, probs_out=out)  # remembered
+    want_out = None if out is None else torch.empty_like(out)
+    want = kg._sample_from_logits(logits2, temp, seeds, offsets, want_out)  # the full path, not remembered
+    _no_checks(monkeypatch, kg, "_check_logits")
+    got = kg.sample_from_logits(logits2, temp, seeds=seeds, offsets=offsets, probs_out=out)
+    assert torch.equal(want, got) and (out is None or torch.equal(want_out, out))
+    assert len(kg._REPEATS_FROM_LOGITS) == 1
+    monkeypatch.undo()
+    if form == "float":  # another temperature value is another call: the full path, at that value
+        hot = kg.sample_from_logits(logits2, 5.0, seeds=seeds, offsets=offsets)
+        assert torch.equal(hot, kg._sample_from_logits(logits2, 5.0, seeds, offsets, None))
+        assert len(kg._REPEATS_FROM_LOGITS) == 2
+
+
+def test_renorm_draft_probs_repeat_call_equals_the_full_path_without_its_checks(monkeypatch, device):
+    cl.clear_launch_cache()
+    g = torch.Generator().manual_seed(8)
+    draft, draft2 = (torch.randn(3, 2, 400, generator=g).to(device) for _ in range(2))
+    temp = torch.tensor([0.5, 0.0, 2.0], device=device)
+    kg.renorm_draft_probs(draft, temp)  # remembered
+    want = kg.renorm_draft_probs(draft2, temp)  # a remembered call, checked against the full path below
+    cl.clear_launch_cache()
+    full = kg.renorm_draft_probs(draft2, temp)  # the full path (memo cleared)
+    assert torch.equal(want, full)
+    _no_checks(monkeypatch, kg, "_check_logits")
+    assert torch.equal(kg.renorm_draft_probs(draft2, temp), full)  # remembered by the full-path call
+    assert len(kg._REPEATS_RENORM) == 1
