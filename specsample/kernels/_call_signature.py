@@ -5,8 +5,8 @@ strides, device, and whether the data pointer is 16-byte aligned (which Triton s
 never reads their values on the host. So a call whose tensors have the metadata of an earlier call
 that launched passes the same checks and gets the same plan and the same compiled kernel; only the
 data pointers differ. The launchers keep a memo from this signature to a prepared launch
-(`_compiled_launch.bind_keyed`) and skip the checks and the planning on a hit: on the H200 host those
-are over half of an eager call's ~35-55 µs (runs 145 and 155), and `triton.testing.do_bench`
+(`_compiled_launch.bind_keyed`) and skip the checks and the planning on a hit: on the H200 host
+that saved 19-57% of an eager call's host time (runs 156-157), and `triton.testing.do_bench`
 counts the host's time whenever it outlasts the L2 flush (benchmarks/NOTES.md, session 25).
 
 What is not in the signature must not change a launcher's checks or plan: its non-tensor arguments
