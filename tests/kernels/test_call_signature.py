@@ -2,12 +2,13 @@
 prepared launch.
 
 Deterministic tests (no statistics): what the signature tells apart; that a remembered call gives
-the full path's outputs bit for bit (chain with explicit uniforms, fast_sample with seeds: both
-deterministic functions of their inputs; rejection_sample_logits, classic and one-hot, with
-seeds); that it skips the checks, yet a call with other metadata
-still gets them; and that it follows the persistent scratch when the buffers are replaced. Under
-the interpreter the remembered launch goes through `launch_keyed` (Triton's path); the GPU test in
-test_compiled_launch.py covers the C launcher.
+the full path's outputs bit for bit (every launcher with explicit uniforms or seeds, so its outputs
+are deterministic functions of its inputs: chain, fast_sample in both launch forms,
+rejection_sample_logits classic and one-hot, sample_from_logits with a float or tensor temperature,
+renorm_draft_probs); that it skips the checks, yet a call with other metadata (or another float
+temperature) still gets them; and that it follows the persistent scratch when the buffers are
+replaced. Under the interpreter the remembered launch goes through `launch_keyed` (Triton's path);
+the GPU test in test_compiled_launch.py covers the C launcher.
 """
 
 from __future__ import annotations
