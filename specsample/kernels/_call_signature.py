@@ -23,14 +23,16 @@ from specsample.kernels._launch import interpreting
 
 
 def tensor_signature(*tensors) -> tuple | None:
-    """((per argument: None when absent, else (class, dtype, shape, strides, device index, data pointer
-    16-byte aligned)), current CUDA device or -1 under the interpreter). None when an argument lacks
-    a tensor's metadata; the launcher's full path then reports it. The class is part of the key, so
-    a tensor subclass never hits an entry a plain tensor made (and an object that only looks like a
-    tensor never launches, so nothing is remembered under its signature)."""
+    """((per argument: None when absent, else (class, dtype, shape, strides, device, data pointer
+    16-byte aligned)), current CUDA device or -1 under the interpreter). The device, not its index:
+    CPU and meta tensors share the index -1 (test_fuzz_invalid found a meta tensor served by a CPU
+    call's entry under the interpreter). None when an argument lacks a strided tensor's metadata
+    (sparse and other layouts have no strides); the launcher's full path then reports it. The class
+    is part of the key, so a tensor subclass never hits an entry a plain tensor made (and an object
+    that only looks like a tensor never launches, so nothing is remembered under its signature)."""
     try:
-        meta = tuple([None if t is None else (t.__class__, t.dtype, t.shape, t.stride(), t.get_device(),
+        meta = tuple([None if t is None else (t.__class__, t.dtype, t.shape, t.stride(), t.device,
                                               t.data_ptr() & 15 == 0) for t in tensors])  # fmt: skip
-    except (AttributeError, TypeError):
+    except (AttributeError, TypeError, RuntimeError, NotImplementedError):  # not a strided tensor
         return None
     return meta, -1 if interpreting() else torch.cuda.current_device()

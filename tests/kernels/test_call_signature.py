@@ -44,6 +44,18 @@ def test_signature_tells_apart_what_the_checks_and_the_plan_read():
     assert len(sigs) == 1 + len(others)
     assert tensor_signature(t, None) != tensor_signature(None, t)  # position of the absent argument
     assert tensor_signature(t, [1, 2]) is None and tensor_signature(3.0) is None  # not tensors
+    assert tensor_signature(t.to_sparse()) is None  # no strides
+
+
+def test_meta_tensor_after_a_valid_call_is_checked(device):
+    """CPU and meta tensors share the device index -1: the signature keeps the device itself, so a
+    meta tensor of a remembered call's metadata still meets the launcher's device check."""
+    cl.clear_launch_cache()
+    probs, seeds = torch.rand(3, 6, device=device), torch.zeros(3, dtype=torch.int64, device=device)
+    kg.fast_sample(probs, 1, seeds=seeds, offsets=seeds)  # remembered
+    assert len(kg._REPEATS) == 1
+    with pytest.raises(ValueError, match="probs"):
+        kg.fast_sample(probs.to("meta"), 1, seeds=seeds, offsets=seeds)
 
 
 def _chain_inputs(seed: int, device: str, batch: int = 3, k: int = 2, vocab: int = 40):
