@@ -31,13 +31,33 @@ def generation() -> int:
     return _GENERATION[0]
 
 
-def current_stream_id(device: torch.device) -> int | None:
-    """The raw handle of the current stream of a CUDA `device` (None on the CPU): with `generation`,
-    whether buffers a launcher fetched earlier are still the ones `stream_buffer` would return."""
-    if device.type != "cuda":
-        return None
-    index = torch.cuda.current_device() if device.index is None else device.index
-    return torch._C._cuda_getCurrentRawStream(index)
+def _stream_key(device: torch.device) -> tuple:
+    """(device type, index, raw handle of the current stream or None on the CPU): whose buffers a
+    launch on `device` gets."""
+    if device.type == "cuda":
+        index = torch.cuda.current_device() if device.index is None else device.index
+        return ("cuda", index, torch._C._cuda_getCurrentRawStream(index))
+    return (device.type, device.index, None)
+
+
+class KeptBuffers:
+    """The persistent buffers a remembered launch fetched last, reused while they are still what
+    `stream_buffer` would return: same stream, no buffer replaced or discarded since (`generation`).
+    Saves a launcher's repeat calls one lookup per buffer (kernels/_call_signature.py)."""
+
+    __slots__ = ("_key", "buffers")
+
+    def __init__(self) -> None:
+        self._key = None
+        self.buffers: tuple = ()  # what `fetch` returned last
+
+    def get(self, device: torch.device, fetch) -> tuple:
+        """The kept buffers, or `fetch()`'s (a tuple of stream_buffer results) when the stream or the
+        generation changed since they were fetched."""
+        if self._key != (_stream_key(device), _GENERATION[0]):
+            self.buffers = fetch()
+            self._key = (_stream_key(device), _GENERATION[0])  # fetching may have bumped the generation
+        return self.buffers
 
 
 def stream_buffer(device: torch.device, name: str, numel: int, dtype: torch.dtype, zeroed: bool = False):
@@ -45,11 +65,7 @@ def stream_buffer(device: torch.device, name: str, numel: int, dtype: torch.dtyp
     `device`, the same tensor on every call with that (device, stream, name) while it is large
     enough. `zeroed`: filled with zeros when (re)allocated; kernels that use it must then leave it
     zero (arrival counters), since nothing re-zeroes it between calls."""
-    if device.type == "cuda":
-        index = torch.cuda.current_device() if device.index is None else device.index
-        key = ("cuda", index, torch._C._cuda_getCurrentRawStream(index), name)
-    else:
-        key = (device.type, device.index, None, name)
+    key = (*_stream_key(device), name)
     buf = _LIVE.get(key)
     if buf is None or buf.numel() < numel:
         size = max(numel, 2 * (0 if buf is None else buf.numel()), 256)

@@ -47,7 +47,7 @@ from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch_keyed, remember
 from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
-from specsample.kernels._stream_buffers import current_stream_id, generation, stream_buffer
+from specsample.kernels._stream_buffers import KeptBuffers, stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
 from specsample.kernels.result import SampleResult, empty_result
 
@@ -576,8 +576,8 @@ def _kernel_args(p, x, q, n, uniforms, seeds, offsets, partials, arrivals, resul
 
 class _RepeatLaunch:
     """A remembered launch (kernels/_call_signature.py): called with the tensors of a call whose
-    signature equals the one it was remembered under, it allocates the outputs, fetches the scratch
-    (kept from its last call while the stream and the buffers' generation are unchanged) and launches
+    signature equals the one it was remembered under, it allocates the outputs, takes the scratch
+    (kept from its last call: KeptBuffers) and launches
     the compiled kernel, with the checks and the plan of the first call."""
 
     __slots__ = ("batch", "k_plus_1", "device", "plan", "sizes", "go", "scratch")
@@ -586,14 +586,11 @@ class _RepeatLaunch:
         self.batch, self.k_plus_1, self.device, self.plan = batch, k_plus_1, device, plan
         self.sizes = sizes  # the kernel's int arguments: batch, vocab, chunks, tiles, strides
         self.go = go  # bind_keyed's launch
-        self.scratch = (None, -1, ())  # (stream, buffer generation, _scratch's tensors)
+        self.scratch = KeptBuffers()  # _scratch's tensors
 
     def __call__(self, p, x, q, n, uniforms, seeds, offsets) -> SampleResult:
         result = empty_result(self.batch, self.k_plus_1, self.device)
-        stream, gen, scratch = self.scratch
-        if stream != current_stream_id(self.device) or gen != generation() or not scratch:
-            scratch = _scratch(self.device, self.batch, self.plan)
-            self.scratch = (current_stream_id(self.device), generation(), scratch)
+        scratch = self.scratch.get(self.device, lambda: _scratch(self.device, self.batch, self.plan))
         self.go(_kernel_args(p, x, q, n, uniforms, seeds, offsets, *scratch, result, self.sizes))
         return result
 

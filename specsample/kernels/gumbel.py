@@ -56,7 +56,7 @@ from specsample.kernels._call_signature import tensor_signature
 from specsample.kernels._compiled_launch import bind, bind_keyed, call_memo, launch, launch_keyed, remember
 from specsample.kernels._launch import H200_SMS, cdiv, check_device, interpreting, next_pow2
 from specsample.kernels._row_loads import load_once
-from specsample.kernels._stream_buffers import current_stream_id, generation, stream_buffer
+from specsample.kernels._stream_buffers import KeptBuffers, stream_buffer
 from specsample.kernels.chain import _clean, _clean32  # one definition of 'no mass' (chain.py)
 from specsample.kernels.philox import STREAM_GUMBEL, STREAM_GUMBEL_GROUP, philox_words, uniform52_from_words
 
@@ -799,7 +799,7 @@ def _race_args(probs, seeds, offsets, part_score, part_index, arrivals, sample_p
 
 class _RepeatRace:
     """A remembered fast_sample launch (kernels/_call_signature.py): allocates the outputs, fetches
-    the scratch (kept while the stream and the buffers' generation are unchanged) and launches, with
+    the scratch (kept from its last call: KeptBuffers) and launches, with
     the checks and the plan of the first call of its signature."""
 
     __slots__ = ("batch", "num_samples", "dtype", "device", "plan", "sizes", "go", "scratch")
@@ -807,16 +807,13 @@ class _RepeatRace:
     def __init__(self, batch, num_samples, dtype, device, plan: _RacePlan, sizes: tuple, go: tuple) -> None:
         self.batch, self.num_samples, self.dtype, self.device = batch, num_samples, dtype, device
         self.plan, self.sizes, self.go = plan, sizes, go
-        self.scratch = (None, -1, ())  # (stream, buffer generation, _race_scratch's tensors)
+        self.scratch = KeptBuffers()  # _race_scratch's tensors
 
     def __call__(self, probs, seeds, offsets) -> tuple:
         shape = (self.batch, self.num_samples)
         sample_p = torch.empty(shape, dtype=self.dtype, device=self.device)
         sample_index = torch.empty(shape, dtype=torch.int64, device=self.device)
-        stream, gen, scratch = self.scratch
-        if stream != current_stream_id(self.device) or gen != generation() or not scratch:
-            scratch = _race_scratch(self.device, self.batch, self.plan)
-            self.scratch = (current_stream_id(self.device), generation(), scratch)
+        scratch = self.scratch.get(self.device, lambda: _race_scratch(self.device, self.batch, self.plan))
         chunk_args, merge_args = _race_args(probs, seeds, offsets, *scratch, sample_p, sample_index, None,
                                             self.sizes, self.plan)  # fmt: skip
         self.go[0](chunk_args)
@@ -1207,8 +1204,8 @@ def _softmax_race(logits, temp, seeds, offsets, seed_stride, offset_stride, nois
 
 class _RepeatSoftmaxRace:
     """A remembered sample_from_logits / renorm_draft_probs call (kernels/_call_signature.py): the
-    temperature argument and the token output made again, the scratch kept while the stream and the
-    buffers' generation are unchanged, and the two or three launches of the first call of its
+    temperature argument and the token output made again, the scratch kept from its last call
+    (KeptBuffers), and the two or three launches of the first call of its
     signature."""
 
     __slots__ = ("plan", "device", "seed_stride", "offset_stride", "lead_shape", "go", "scratch")
@@ -1217,16 +1214,13 @@ class _RepeatSoftmaxRace:
                  go: tuple) -> None:  # fmt: skip
         self.plan, self.device, self.lead_shape, self.go = plan, device, lead_shape, go
         self.seed_stride, self.offset_stride = seed_stride, offset_stride
-        self.scratch = (None, -1, ())  # (stream, buffer generation, _softmax_race_scratch's tensors)
+        self.scratch = KeptBuffers()  # _softmax_race_scratch's tensors
 
     def __call__(self, logits, temperature, seeds, offsets, out):
         plan = self.plan
         temp = _temperature_arg(temperature, plan.batch, self.device, self.lead_shape)
         token = torch.empty(plan.batch, dtype=torch.int64, device=self.device)
-        stream, gen, scratch = self.scratch
-        if stream != current_stream_id(self.device) or gen != generation() or not scratch:
-            scratch = _softmax_race_scratch(self.device, plan)
-            self.scratch = (current_stream_id(self.device), generation(), scratch)
+        scratch = self.scratch.get(self.device, lambda: _softmax_race_scratch(self.device, plan))
         args = _softmax_race_args(logits, temp, seeds, offsets, self.seed_stride, self.offset_stride, token,
                                   out, scratch, plan)  # fmt: skip
         for go, a in zip(self.go, args, strict=False):  # the write's arguments are None without `out`

@@ -103,7 +103,7 @@ from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch_keyed, remember
 from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2, supports_pdl
 from specsample.kernels._row_loads import load_once
-from specsample.kernels._stream_buffers import current_stream_id, generation, stream_buffer
+from specsample.kernels._stream_buffers import KeptBuffers, generation, stream_buffer
 from specsample.kernels.gumbel import _cdf_pick
 from specsample.kernels.philox import (
     STREAM_LOGITS_GROUP,
@@ -1795,10 +1795,9 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
 
 
 class _RepeatLogits:
-    """A remembered rejection_sample_logits launch (kernels/_call_signature.py): allocates the
-    outputs, takes the plan's scratch (kept while the stream and the buffers' generation are
-    unchanged, else `_plan` again) and makes the three launches, with the checks and the plan of the
-    first call of its signature."""
+    """A remembered rejection_sample_logits launch (kernels/_call_signature.py): allocates the outputs,
+    takes the plan's scratch (kept from its last call: KeptBuffers, else `_plan` again) and makes
+    the three launches, with the checks and the plan of the first call of its signature."""
 
     __slots__ = ("plan_args", "sizes", "go", "scratch")
 
@@ -1806,15 +1805,12 @@ class _RepeatLogits:
         self.plan_args = plan_args  # _plan's arguments: device, batch, K+1, V, flags, config
         self.sizes = sizes  # the kernels' int arguments: batch, vocab, the plan's counts, strides
         self.go = go  # bind_keyed's launches: stats, accept, race or pick
-        self.scratch = (None, -1, ())  # (stream, buffer generation, the plan's scratch)
+        self.scratch = KeptBuffers()  # the plan's scratch
 
     def __call__(self, lg, x, dl, temperature, seeds, offsets, n) -> SampleResult:
         device, batch, k_plus_1 = self.plan_args[:3]
         result = empty_result(batch, k_plus_1, device)
-        stream, gen, scratch = self.scratch
-        if stream != current_stream_id(device) or gen != generation() or not scratch:
-            scratch = _plan(*self.plan_args)[2]
-            self.scratch = (current_stream_id(device), generation(), scratch)
+        scratch = self.scratch.get(device, lambda: _plan(*self.plan_args)[2])
         args = _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, self.sizes)
         self.go[0](args[0])
         self.go[1](args[1])

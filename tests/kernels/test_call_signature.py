@@ -113,7 +113,7 @@ def test_chain_repeat_call_takes_replaced_scratch(device):
     discard_stream_buffers()
     got = kc.chain_rejection_sample(p, x, q, uniforms=u)
     (repeat,) = kc._REPEATS.values()
-    assert repeat.scratch[2][1] is stream_buffer(p.device, "arrivals", 1, torch.int32, zeroed=True)
+    assert repeat.scratch.buffers[1] is stream_buffer(p.device, "arrivals", 1, torch.int32, zeroed=True)
     for a, b in zip(want, got, strict=True):
         assert torch.equal(a, b)
 
