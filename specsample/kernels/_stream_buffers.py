@@ -43,21 +43,31 @@ def _stream_key(device: torch.device) -> tuple:
 class KeptBuffers:
     """The persistent buffers a remembered launch fetched last, reused while they are still what
     `stream_buffer` would return: same stream, no buffer replaced or discarded since (`generation`).
-    Saves a launcher's repeat calls one lookup per buffer (kernels/_call_signature.py)."""
+    Saves a launcher's repeat calls one lookup per buffer (kernels/_call_signature.py).
 
-    __slots__ = ("_key", "buffers")
+    Safe under threads: one memo entry serves every thread that repeats the call, each possibly on
+    its own stream. The key and the buffers are kept as one tuple, swapped in by one assignment, and
+    `get` returns the buffers it read or fetched itself, never what another thread stored meanwhile
+    (tests/kernels/test_stream_buffers.py)."""
+
+    __slots__ = ("_kept",)
 
     def __init__(self) -> None:
-        self._key = None
-        self.buffers: tuple = ()  # what `fetch` returned last
+        self._kept: tuple = (None, ())  # (stream key and generation at the fetch, fetch's buffers)
+
+    @property
+    def buffers(self) -> tuple:
+        """What `fetch` returned last (in any thread)."""
+        return self._kept[1]
 
     def get(self, device: torch.device, fetch) -> tuple:
         """The kept buffers, or `fetch()`'s (a tuple of stream_buffer results) when the stream or the
         generation changed since they were fetched."""
-        if self._key != (_stream_key(device), _GENERATION[0]):
-            self.buffers = fetch()
-            self._key = (_stream_key(device), _GENERATION[0])  # fetching may have bumped the generation
-        return self.buffers
+        kept = self._kept
+        if kept[0] != (_stream_key(device), _GENERATION[0]):
+            buffers = fetch()
+            kept = self._kept = ((_stream_key(device), _GENERATION[0]), buffers)  # fetching may bump it
+        return kept[1]
 
 
 def stream_buffer(device: torch.device, name: str, numel: int, dtype: torch.dtype, zeroed: bool = False):
