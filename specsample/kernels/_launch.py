@@ -72,6 +72,16 @@ def check_device(name: str, t: torch.Tensor) -> None:
     )
 
 
+def other_cuda_device(t) -> torch.device | None:
+    """`t`'s device when it is a CUDA device other than the current one, else None. Triton launches
+    on the current device and its current stream; torch's own ops run on their inputs' device. So a
+    public launcher given tensors on another GPU calls itself again under torch.cuda.device(that
+    device): its launches, scratch and stream are then that device's, as a torch op's would be."""
+    if isinstance(t, torch.Tensor) and t.is_cuda and t.device.index != torch.cuda.current_device():
+        return t.device
+    return None
+
+
 def rows_per_program(num_rows: int, gpu_rows: int = 1, interp_rows: int = 256) -> int:
     """Rows each program handles: 1 on the GPU (fills the SMs), hundreds under the interpreter,
     whose cost is per program instance and per op, not per element. Always a power of two."""

@@ -45,7 +45,14 @@ from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch_keyed, remember
-from specsample.kernels._launch import H200_SMS, cdiv, int32_offsets_fit, interpreting, next_pow2
+from specsample.kernels._launch import (
+    H200_SMS,
+    cdiv,
+    int32_offsets_fit,
+    interpreting,
+    next_pow2,
+    other_cuda_device,
+)
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import KeptBuffers, stream_buffer
 from specsample.kernels.philox import STREAM_CHAIN_UNIFORM, UNIFORM_HALF_STEP, philox_words, uniform_from_word
@@ -432,6 +439,20 @@ def chain_rejection_sample(
         repeat = _REPEATS.get(signature)
         if repeat is not None:
             return repeat(*tensors)
+    elsewhere = other_cuda_device(p)
+    if elsewhere is not None:  # tensors on another GPU: launch there, on its current stream
+        with torch.cuda.device(elsewhere):
+            return chain_rejection_sample(
+                p,
+                draft_token_ids,
+                draft_probs,
+                num_draft_tokens=num_draft_tokens,
+                uniforms=uniforms,
+                generator=generator,
+                seeds=seeds,
+                offsets=offsets,
+                validate=validate,
+            )
     batch, k_plus_1, vocab = check_target_rows("target_probs", p)
     num_k = k_plus_1 - 1
     device = p.device

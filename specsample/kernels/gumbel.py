@@ -54,7 +54,14 @@ from triton.language.extra.cuda import libdevice
 from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._call_signature import tensor_signature
 from specsample.kernels._compiled_launch import bind, bind_keyed, call_memo, launch, launch_keyed, remember
-from specsample.kernels._launch import H200_SMS, cdiv, check_device, interpreting, next_pow2
+from specsample.kernels._launch import (
+    H200_SMS,
+    cdiv,
+    check_device,
+    interpreting,
+    next_pow2,
+    other_cuda_device,
+)
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import KeptBuffers, stream_buffer
 from specsample.kernels.chain import _clean, _clean32  # one definition of 'no mass' (chain.py)
@@ -665,6 +672,10 @@ def fast_sample(probs, num_samples=1, *, generator=None, seeds=None, offsets=Non
         repeat = _REPEATS.get(signature)
         if repeat is not None:
             return repeat(probs, seeds, offsets)
+    elsewhere = other_cuda_device(probs)
+    if elsewhere is not None:  # tensors on another GPU: launch there, on its current stream
+        with torch.cuda.device(elsewhere):
+            return fast_sample(probs, num_samples, generator=generator, seeds=seeds, offsets=offsets)
     return _fast_sample(probs, num_samples, generator, seeds, offsets, signature=signature)[:2]
 
 
@@ -1251,6 +1262,10 @@ def sample_from_logits(logits, temperature, *, seeds, offsets, probs_out=None):
     repeat = _REPEATS_FROM_LOGITS.get(signature) if signature[0] is not None else None
     if repeat is not None:
         return repeat(logits, temperature, seeds, offsets, probs_out)
+    elsewhere = other_cuda_device(logits)
+    if elsewhere is not None:  # tensors on another GPU: launch there, on its current stream
+        with torch.cuda.device(elsewhere):
+            return sample_from_logits(logits, temperature, seeds=seeds, offsets=offsets, probs_out=probs_out)
     return _sample_from_logits(logits, temperature, seeds, offsets, probs_out,
                                signature=signature if signature[0] is not None else None)  # fmt: skip
 
@@ -1301,6 +1316,10 @@ def renorm_draft_probs(draft_logits, temperature):
                  temperature if value else None)  # fmt: skip
     repeat = _REPEATS_RENORM.get(signature) if signature[0] is not None else None
     if repeat is None:
+        elsewhere = other_cuda_device(draft_logits)
+        if elsewhere is not None:  # tensors on another GPU: launch there, on its current stream
+            with torch.cuda.device(elsewhere):
+                return renorm_draft_probs(draft_logits, temperature)
         _check_logits("draft_logits", draft_logits, None)
     lead = tuple(draft_logits.shape[:-1])
     vocab = draft_logits.shape[-1]

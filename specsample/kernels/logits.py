@@ -101,7 +101,14 @@ from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows, check_tensor
 from specsample.kernels._checks import fail as _fail
 from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch_keyed, remember
-from specsample.kernels._launch import cdiv, int32_offsets_fit, interpreting, next_pow2, supports_pdl
+from specsample.kernels._launch import (
+    cdiv,
+    int32_offsets_fit,
+    interpreting,
+    next_pow2,
+    other_cuda_device,
+    supports_pdl,
+)
 from specsample.kernels._row_loads import load_once
 from specsample.kernels._stream_buffers import KeptBuffers, generation, stream_buffer
 from specsample.kernels.gumbel import _cdf_pick
@@ -1587,6 +1594,19 @@ def rejection_sample_logits(
         repeat = _REPEATS.get(signature)
         if repeat is not None:
             return repeat(*tensors)
+    elsewhere = other_cuda_device(lg)
+    if elsewhere is not None:  # tensors on another GPU: launch there, on its current stream
+        with torch.cuda.device(elsewhere):
+            return rejection_sample_logits(
+                lg,
+                draft_token_ids,
+                draft_logits,
+                temperature=temperature,
+                seeds=seeds,
+                offsets=offsets,
+                num_draft_tokens=num_draft_tokens,
+                _config=_config,
+            )
     batch, k_plus_1, vocab = check_target_rows("target_logits", lg)
     num_k = k_plus_1 - 1
     device = lg.device
