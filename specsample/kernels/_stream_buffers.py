@@ -63,10 +63,10 @@ class KeptBuffers:
     def get(self, device: torch.device, fetch) -> tuple:
         """The kept buffers, or `fetch()`'s (a tuple of stream_buffer results) when the stream or the
         generation changed since they were fetched."""
-        kept = self._kept
-        if kept[0] != (_stream_key(device), _GENERATION[0]):
+        stream, kept = _stream_key(device), self._kept
+        if kept[0] != (stream, _GENERATION[0]):
             buffers = fetch()
-            kept = self._kept = ((_stream_key(device), _GENERATION[0]), buffers)  # fetching may bump it
+            kept = self._kept = ((stream, _GENERATION[0]), buffers)  # fetching may bump the generation
         return kept[1]
 
 
