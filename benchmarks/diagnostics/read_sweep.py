@@ -36,6 +36,7 @@ import triton.language as tl  # noqa: E402
 from benchmarks.floors import DTYPE_BYTES, floor_us, must_read_bytes  # noqa: E402
 from benchmarks.targets import TARGETS  # noqa: E402
 from benchmarks.timing import CudaTimer, measure_copy_bandwidth_cuda  # noqa: E402
+from specsample.kernels._row_loads import load_once  # noqa: E402
 
 DEFAULT_CASES = (
     "fast_sample-B64-K0-V151936-float32",
@@ -51,6 +52,15 @@ def _empty_kernel(out_ptr):
 
 
 @triton.jit
+def _read(pointers, mask, FIRST: tl.constexpr):
+    """The loaded values as float32 (0 where masked): evict-first loads (`load_once`, as our kernels
+    stream rows) or plain ones."""
+    if FIRST:
+        return load_once(pointers, mask, 0.0).to(tl.float32)
+    return tl.load(pointers, mask=mask, other=0.0).to(tl.float32)
+
+
+@triton.jit
 def _rows_kernel(x_ptr, out_ptr, V, stride, BLOCK: tl.constexpr, TILES: tl.constexpr, FIRST: tl.constexpr):
     # x [rows, V]; grid (rows, cdiv(V, BLOCK * TILES)); out [rows, chunks] fp32: each chunk's sum
     row = tl.program_id(0).to(tl.int64)
@@ -59,11 +69,7 @@ def _rows_kernel(x_ptr, out_ptr, V, stride, BLOCK: tl.constexpr, TILES: tl.const
     acc = tl.zeros((BLOCK,), tl.float32)
     for t in tl.static_range(TILES):
         cols = chunk * (TILES * BLOCK) + t * BLOCK + lane
-        if FIRST:
-            v = tl.load(x_ptr + row * stride + cols, mask=cols < V, other=0.0, eviction_policy="evict_first")
-        else:
-            v = tl.load(x_ptr + row * stride + cols, mask=cols < V, other=0.0)
-        acc += v.to(tl.float32)
+        acc += _read(x_ptr + row * stride + cols, cols < V, FIRST)
     tl.store(out_ptr + row * tl.num_programs(1) + chunk, tl.sum(acc, axis=0))
 
 
@@ -75,11 +81,7 @@ def _flat_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr, TILES: tl.constexpr, FI
     acc = tl.zeros((BLOCK,), tl.float32)
     for t in tl.static_range(TILES):
         offs = pid * (TILES * BLOCK) + t * BLOCK + lane
-        if FIRST:
-            v = tl.load(x_ptr + offs, mask=offs < N, other=0.0, eviction_policy="evict_first")
-        else:
-            v = tl.load(x_ptr + offs, mask=offs < N, other=0.0)
-        acc += v.to(tl.float32)
+        acc += _read(x_ptr + offs, offs < N, FIRST)
     tl.store(out_ptr + pid, tl.sum(acc, axis=0))
 
 
@@ -91,11 +93,7 @@ def _persistent_kernel(x_ptr, out_ptr, N, num_blocks, BLOCK: tl.constexpr, FIRST
     acc = tl.zeros((BLOCK,), tl.float32)
     for b in tl.range(pid, num_blocks, tl.num_programs(0)):
         offs = b * BLOCK + lane  # b * BLOCK < N + BLOCK < 2^31 for the issue shapes
-        if FIRST:
-            v = tl.load(x_ptr + offs, mask=offs < N, other=0.0, eviction_policy="evict_first")
-        else:
-            v = tl.load(x_ptr + offs, mask=offs < N, other=0.0)
-        acc += v.to(tl.float32)
+        acc += _read(x_ptr + offs, offs < N, FIRST)
     tl.store(out_ptr + pid, tl.sum(acc, axis=0))
 
 
