@@ -8,7 +8,9 @@ claim still comes from the H200.
     python benchmarks/sass/kernel_sass.py chain --block-v 512 --warps 1 --tiles 16 \
         --flag CHUNKS_POW2=512 [--maxnreg 96]        # the chain's wide grid at V = 151936 (session 13)
 
-chain: `_chain_kernel`, fp32 p and q, unit vocabulary stride, K = 4, classic drafts. race:
+chain: `_chain_kernel`, fp32 p and q, unit vocabulary stride, K = 4, classic drafts, its pipelined
+copies given the L2 evict-first policy as the launcher compiles them (`--flag EVICT_FIRST_COPIES=0`:
+Triton's own copies). race:
 fast_sample's `_race_chunk_kernel`, fp32 probs, one sample. Compiled with the importable Triton (its
 PTX, then the ptxas bundled with it). The H200 runs Triton 3.6, and versions differ in what matters
 here (session 14: 3.9 keeps the L2 evict-first policy on pipelined copies and compiles the chain's
@@ -34,6 +36,7 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
+from specsample.kernels import _copy_policy  # noqa: E402
 from specsample.kernels.chain import _chain_kernel  # noqa: E402
 from specsample.kernels.gumbel import _race_chunk_kernel  # noqa: E402
 from specsample.kernels.logits import _logits_race_kernel, _logits_stats_kernel  # noqa: E402
@@ -74,7 +77,7 @@ def compile_kernel(
         fn, ptr_types, divisible = _chain_kernel, PTR_TYPES, DIVISIBLE
         const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
                      KP1_POW2=8, CHUNKS_POW2=256, NUM_STAGES=stages, LANE_I64=False,
-                     sp_v=1, sq_v=1)  # fmt: skip
+                     EVICT_FIRST_COPIES=_copy_policy.variant(), sp_v=1, sq_v=1)  # fmt: skip
     elif kernel_name == "race":
         fn, ptr_types, divisible = _race_chunk_kernel, RACE_PTR_TYPES, ("stride_b", "V")
         const = dict(BLOCK_ROWS=1, BLOCK_V=block_v, NUM_SAMPLES=1, UNIT_STRIDE_V=True, FAST_LOG2=True,
@@ -99,6 +102,9 @@ def compile_kernel(
     }
     source = ASTSource(fn, sig, const, attrs=attrs)
     options = dict(num_warps=warps) if maxnreg is None else dict(num_warps=warps, maxnreg=maxnreg)
+    if const.get("EVICT_FIRST_COPIES"):  # as the chain's launcher compiles it (kernels/_copy_policy.py)
+        with _copy_policy.evict_first_copies(fn.__name__):
+            return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
 
 

@@ -18,6 +18,10 @@ A new key goes through `kernel[grid](...)` once, which compiles or finds the ker
 returns it; the key then maps to that compiled kernel. So the first call of every shape is Triton's
 own path, and a repeat call launches the very kernel Triton chose for that key.
 
+Every call that takes Triton's path (and so may compile) runs inside the context that
+`compile_under(kernel, scope)` registered for the kernel, if any: how a launcher changes its
+kernel's compilation (kernels/_copy_policy.py).
+
 Falls back to Triton's path on every call when: the interpreter runs (TRITON_INTERPRET=1), a
 Triton launch hook is installed (profilers such as proton read it), the Triton version's compiled
 kernels lack the attributes used here, or `SPECSAMPLE_TRITON_LAUNCH=jit` is set (for A/B timing and
@@ -48,6 +52,7 @@ _Tensor = torch.Tensor
 _MAX_ENTRIES = 4096  # distinct (kernel, shape, alignment) keys kept; cleared wholesale beyond this
 _CACHE: dict[tuple, tuple] = {}  # (kernel, device, key) -> (compiled kernel, trailing parameters)
 _MEMOS: list[dict] = []  # the launchers' repeat-call memos (call_memo), cleared with _CACHE
+_SCOPES: dict = {}  # kernel -> a context-manager factory around its Triton-path calls (compile_under)
 _path = os.environ.get("SPECSAMPLE_TRITON_LAUNCH", "direct")
 if _path not in ("direct", "jit"):
     raise ValueError(f"SPECSAMPLE_TRITON_LAUNCH must be 'direct' or 'jit', got {_path!r}")
@@ -94,6 +99,25 @@ def remember(memo: dict, signature, entry) -> None:
     memo[signature] = entry
 
 
+def compile_under(kernel, scope) -> None:
+    """Run every Triton-path call of `kernel` (the calls that may compile it) inside `scope()`, a
+    context manager; None removes the scope. Calls through a cached launcher never compile and skip
+    it."""
+    if scope is None:
+        _SCOPES.pop(kernel, None)
+    else:
+        _SCOPES[kernel] = scope
+
+
+def _triton_call(kernel, grid: tuple, args: tuple, meta: dict):
+    """`kernel[grid](*args, **meta)` inside the kernel's compile scope, if it has one."""
+    scope = _SCOPES.get(kernel)
+    if scope is None:
+        return kernel[grid](*args, **meta)
+    with scope():
+        return kernel[grid](*args, **meta)
+
+
 def launch_cache_size() -> int:
     return len(_CACHE)
 
@@ -122,7 +146,7 @@ def launch(kernel, grid: tuple, *args, **meta) -> None:
     """`kernel[grid](*args, **meta)`, through the cached compiled launcher when this call's key has
     been launched before on this device."""
     if _path == "jit" or interpreting() or _hooks_installed():
-        kernel[grid](*args, **meta)
+        _triton_call(kernel, grid, args, meta)
         return
     _launch_cached(kernel, grid, _launch_key(args, meta), args, meta)
 
@@ -149,7 +173,7 @@ def launch_keyed(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> No
     launcher allocates itself (outputs from torch.empty, persistent scratch) are always 16-byte
     aligned with a fixed dtype and need no entry."""
     if _path == "jit" or interpreting() or _hooks_installed():
-        kernel[grid](*args, **meta)
+        _triton_call(kernel, grid, args, meta)
         return
     _launch_cached(kernel, grid, ("keyed", key), args, meta)  # tagged: never equal to launch()'s keys
 
@@ -220,7 +244,7 @@ def _launch_cached(kernel, grid: tuple, key: tuple, args: tuple, meta: dict) -> 
     full_key = (kernel, device, key)
     hit = _CACHE.get(full_key)
     if hit is None:
-        compiled = kernel[grid](*args, **meta)
+        compiled = _triton_call(kernel, grid, args, meta)
         if _launchable(compiled):
             if len(_CACHE) >= _MAX_ENTRIES:
                 _CACHE.clear()

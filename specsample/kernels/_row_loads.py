@@ -7,8 +7,9 @@ write-back then competes with our reads. `evict_first` marks our lines as the fi
 before it became the default (run 33; `.cs` loads do not compile on Triton 3.6): benchmarks/NOTES.md,
 "Streaming loads, do_bench's dirty L2, and the grouped race". Triton 3.6 (the H200's) drops the L2
 policy from the shared-memory copies of a software-pipelined loop (`tl.range(num_stages > 1)`,
-`cp.async` without `L2::cache_hint`), so the chain's pipelined chunks load without it; plain loads
-in its place measured slower on clean or rotated inputs (benchmarks/NOTES.md, session 14).
+`cp.async` without `L2::cache_hint`); the chain's launcher puts it back on the PTX
+(kernels/_copy_policy.py, run 170), where plain loads in place of the copies had measured slower on
+clean or rotated inputs (benchmarks/NOTES.md, session 14).
 """
 
 import triton

@@ -23,9 +23,10 @@ the streaming loop is latency, not bytes (benchmarks/NOTES.md, session 11: Nsigh
 Must-read bytes are one row of p and q per request (the accept tests are gathers), plus one chunk
 per request for the emit. On the GPU each program is one warp on one row (BLOCK_ROWS = 1) and the
 vocabulary is split over enough programs to fill the SMs (_launch_config); chunks that lie inside
-the row load without masks, and a bonus row never touches q. Under the Triton interpreter, whose
-cost is per program and per op, each program handles hundreds of rows as [BLOCK_ROWS, BLOCK_V]
-tiles.
+the row load without masks, and a bonus row never touches q. The chunks stream through a
+software-pipelined loop (`cp.async` copies), compiled with the L2 evict-first policy that Triton 3.6
+leaves off them (kernels/_copy_policy.py). Under the Triton interpreter, whose cost is per program
+and per op, each program handles hundreds of rows as [BLOCK_ROWS, BLOCK_V] tiles.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
+from specsample.kernels import _copy_policy
 from specsample.kernels._arrivals import arrival_counters
 from specsample.kernels._call_signature import tensor_signature
 from specsample.kernels._checks import FLOAT_DTYPES as _PROB_DTYPES
@@ -44,7 +46,7 @@ from specsample.kernels._checks import ID_DTYPES as _ID_DTYPES
 from specsample.kernels._checks import check_target_rows
 from specsample.kernels._checks import check_tensor as _check_tensor
 from specsample.kernels._checks import fail as _fail
-from specsample.kernels._compiled_launch import bind_keyed, call_memo, launch_keyed, remember
+from specsample.kernels._compiled_launch import bind_keyed, call_memo, compile_under, launch_keyed, remember
 from specsample.kernels._launch import (
     H200_SMS,
     cdiv,
@@ -268,6 +270,7 @@ def _chain_kernel(
     CHUNKS_POW2: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     LANE_I64: tl.constexpr,
+    EVICT_FIRST_COPIES: tl.constexpr,  # compile variant: evict-first pipelined copies (_copy_policy.variant)
 ):  # fmt: skip
     # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and (u_i + 2^-25) q(x_i) < p(x_i)
     #                                          (one-hot) u_i + 2^-25 < p(x_i); a = first rejection (or n).
@@ -328,6 +331,12 @@ def _chain_kernel(
                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
                    K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, CHUNKS_POW2)  # fmt: skip
         tl.atomic_xchg(arrivals_ptr + pid_rows, 0)  # ready for the next call / graph replay
+
+
+# Triton 3.6 drops load_once's L2 policy from the pipelined loop's copies; compiled here, they get it
+# back (run 170: do_bench 1.08-1.10x at fp32 (64, 4, 151936) and (128, 8, 128256)).
+if _copy_policy.enabled():
+    compile_under(_chain_kernel, lambda: _copy_policy.evict_first_copies(_chain_kernel.__name__))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -532,7 +541,7 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
         # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
         CHUNKS_POW2=max(16, next_pow2(num_chunks)),
         NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
-        LANE_I64=wide_lanes,
+        LANE_I64=wide_lanes, EVICT_FIRST_COPIES=_copy_policy.variant(),
     )  # fmt: skip
     if cfg.maxnreg is not None and not interpreting():
         meta["maxnreg"] = cfg.maxnreg
