@@ -8,15 +8,17 @@ chain then pays for the dirty lines its reads push out of L2: under do_bench, th
 do_bench fp32 (64, 4, 151936) 37.3 -> 34.0 µs, (128, 8, 128256) 50.4 -> 46.4, bf16 (64, 4, 151936)
 25.0 -> 24.0, other shapes equal, outputs equal.
 
-`add_copy_policy(ptx)` gives every `cp.async.{ca,cg}.shared.global` copy without a cache hint the
-suffix `.L2::cache_hint` and one evict-first policy register, created once at the top of the
-kernel. Copies that already carry a hint are left alone, so on a Triton that keeps the policy the
-rewrite changes nothing.
+`add_copy_policy(ptx)` gives every plain `cp.async.{ca,cg}.shared.global` copy (no qualifier after
+`.global`) the suffix `.L2::cache_hint` and one evict-first policy register, created once at the top
+of the kernel. Copies that already carry a hint (or a prefetch size) are left alone, so on a Triton
+that keeps the policy the rewrite changes nothing.
 
 `evict_first_copies(*names)` runs it as a stage of Triton's own compiler
 (`knobs.runtime.add_stages_inspection_hook`) for the kernels called `names`, and only within the
 block: the launchers compile our kernels inside it (kernels/_compiled_launch.py, `compile_under`),
-so no other kernel of the process is touched. A hook someone else installed keeps running first.
+so no other kernel's code is touched (a thread compiling another kernel at that moment passes
+through the hook unchanged; on Triton >= 3.9 the hook's tag enters that compile's cache key). A
+hook someone else installed keeps running first.
 
 `SPECSAMPLE_EVICT_FIRST_COPIES=0` turns the rewrite off (an escape hatch). The launchers pass
 `variant()` to the kernel as a constexpr, so the compile cache keeps the two apart, and a new version
@@ -57,8 +59,8 @@ def variant() -> int:
 
 
 def add_copy_policy(ptx: str) -> str:
-    """`ptx` (one kernel, as Triton emits it) with the L2 evict-first policy on every `cp.async`
-    copy that has no cache hint; unchanged when there is none."""
+    """`ptx` (one kernel, as Triton emits it) with the L2 evict-first policy on every plain
+    `cp.async` copy; unchanged when there is none."""
     if not _COPY.search(ptx):
         return ptx
     entry = _ENTRY.search(ptx)

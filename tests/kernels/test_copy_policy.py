@@ -100,12 +100,16 @@ def test_everything_but_the_copies_is_unchanged():
 
 def test_idempotent_and_a_no_op_without_copies():
     """A second pass changes nothing (every copy has a hint by then), nor does a kernel without
-    copies; copies outside any kernel entry are an error, not a silent pass."""
+    copies, nor a copy with a qualifier after `.global`; copies outside any kernel entry are an
+    error, not a silent pass."""
     once = add_copy_policy(_PTX)
     assert add_copy_policy(once) == once
     plain = _PTX.replace("cp.async", "// cp.async")
     no_copy = "\n".join(line for line in plain.splitlines() if "cp.async" not in line)
     assert add_copy_policy(no_copy) == no_copy
+    sized = "\tcp.async.cg.shared.global.L2::128B [ %r8 + 0 ], [ %rd8 + 0 ], 0x10, %r2;"
+    out = add_copy_policy(_PTX.replace("\tcp.async.commit_group;", sized + "\n\tcp.async.commit_group;"))
+    assert sized in out.splitlines()  # a copy with a prefetch-size qualifier is left as it is
     with pytest.raises(ValueError, match="kernel entry"):
         add_copy_policy("cp.async.cg.shared.global [ %r1 + 0 ], [ %rd2 + 0 ], 0x10;\n")
 
