@@ -28,6 +28,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from contextlib import nullcontext
 
 os.environ.pop("TRITON_INTERPRET", None)
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -102,10 +103,10 @@ def compile_kernel(
     }
     source = ASTSource(fn, sig, const, attrs=attrs)
     options = dict(num_warps=warps) if maxnreg is None else dict(num_warps=warps, maxnreg=maxnreg)
-    if const.get("EVICT_FIRST_COPIES"):  # as the chain's launcher compiles it (kernels/_copy_policy.py)
-        with _copy_policy.evict_first_copies(fn.__name__):
-            return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    # evict-first copies as the chain's launcher compiles them (kernels/_copy_policy.py)
+    scope = _copy_policy.evict_first_copies(fn.__name__) if const.get("EVICT_FIRST_COPIES") else nullcontext()
+    with scope:
+        return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
 
 
 def compile_sass(*args, **kwargs):

@@ -112,9 +112,7 @@ def compile_under(kernel, scope) -> None:
 def _triton_call(kernel, grid: tuple, args: tuple, meta: dict):
     """`kernel[grid](*args, **meta)` inside the kernel's compile scope, if it has one."""
     scope = _SCOPES.get(kernel)
-    if scope is None:
-        return kernel[grid](*args, **meta)
-    with scope():
+    with scope() if scope is not None else contextlib.nullcontext():
         return kernel[grid](*args, **meta)
 
 

@@ -334,7 +334,7 @@ def _chain_kernel(
 
 
 # Triton 3.6 drops load_once's L2 policy from the pipelined loop's copies; compiled here, they get it
-# back (run 170: do_bench 1.08-1.10x at fp32 (64, 4, 151936) and (128, 8, 128256)).
+# back (run 170: do_bench 1.09-1.10x at fp32 (64, 4, 151936) and (128, 8, 128256)).
 if _copy_policy.enabled():
     compile_under(_chain_kernel, lambda: _copy_policy.evict_first_copies(_chain_kernel.__name__))
 
