@@ -5,8 +5,8 @@ claim still comes from the H200.
     python benchmarks/sass/kernel_sass.py chain [--block-v 1024] [--warps 4] [--stages 3] [--tiles 4]
                                                [--flag NAME=VALUE ...]
     python benchmarks/sass/kernel_sass.py race [--block-v 2048] [--warps 4]
-    python benchmarks/sass/kernel_sass.py chain --block-v 512 --warps 1 --tiles 16 \
-        --flag CHUNKS_POW2=512 [--maxnreg 96]        # the chain's wide grid at V = 151936 (session 13)
+    python benchmarks/sass/kernel_sass.py chain --block-v 512 --warps 1 --tiles 8 --stages 2 \
+        --flag CHUNKS_POW2=64 --maxnreg 96        # the chain's wide grid at V = 151936 (session 13)
 
 chain: `_chain_kernel`, fp32 p and q, unit vocabulary stride, K = 4, classic drafts, its pipelined
 copies given the L2 evict-first policy as the launcher compiles them (`--flag EVICT_FIRST_COPIES=0`:
@@ -77,7 +77,11 @@ def compile_kernel(
     if kernel_name == "chain":
         fn, ptr_types, divisible = _chain_kernel, PTR_TYPES, DIVISIBLE
         const = dict(K=4, HAS_DRAFT_PROBS=True, RAGGED=False, SEEDED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
-                     KP1_POW2=8, CHUNKS_POW2=256, NUM_STAGES=stages, LANE_I64=False,
+                     KP1_POW2=8, NUM_STAGES=stages, LANE_I64=False,
+                     # the launcher's rule (chain._plan): spans per row in the emit's first tile where a
+                     # program streams several chunks (32: (128, 8, 128256)), else chunks (256: V = 128256)
+                     CHUNKS_POW2=32 if tiles > 1 else 256,
+                     TILES_POW2=max(32, 1 << (tiles - 1).bit_length()) if tiles > 1 else 0,
                      EVICT_FIRST_COPIES=_copy_policy.variant(), sp_v=1, sq_v=1)  # fmt: skip
     elif kernel_name == "race":
         fn, ptr_types, divisible = _race_chunk_kernel, RACE_PTR_TYPES, ("stride_b", "V")
@@ -155,7 +159,12 @@ def main() -> int:
     ap.add_argument("--block-v", type=int, default=None, help="default 1024 (chain), 2048 (race)")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=3)
-    ap.add_argument("--tiles", type=int, default=4, help="logits kernels: TILES (constexpr)")
+    ap.add_argument(
+        "--tiles",
+        type=int,
+        default=4,
+        help="logits kernels: TILES (constexpr); chain: chunks per program (sets TILES_POW2)",
+    )
     ap.add_argument("--flag", action="append", default=[], help="constexpr NAME=INT override")
     ap.add_argument(
         "--dtype", default="fp32", choices=("fp32", "bf16", "fp16"), help="logits kernels' logits"

@@ -6,11 +6,12 @@ float64 twin. One launch, no host synchronisation, no data-dependent shapes (CUD
 
 1. Every program redoes the K acceptance tests of its rows (K gathers), which fixes the emit
    position j = a, then streams its `tiles` consecutive chunks of row j (p, and q for classic
-   drafts) once, writing two partial sums per chunk: the residual mass and the clean-p mass (for
-   the norm_sum == 0 fallback).
+   drafts) once, writing two running sums per chunk, from the start of its span: the residual mass
+   and the clean-p mass (for the norm_sum == 0 fallback).
 2. It then counts itself in the row block's arrival counter (atomic, acquire-release). The last
-   program to arrive reads all partials, decides residual / fallback / invalid, locates the chunk
-   where u_K * total falls by a prefix sum over chunk sums, re-reads that single chunk, scans it,
+   program to arrive reads the spans' totals, decides residual / fallback / invalid, locates the
+   span where u_K * total falls by a prefix sum over them, then the chunk inside it from that span's
+   running sums (no scan over all chunks: run 179), re-reads that single chunk, scans it,
    writes tokens / num_accepted / fallback / valid and resets the counter (kernels/_arrivals.py).
 
 Arithmetic: inputs are widened to float64 before anything is summed. The acceptance test
@@ -170,7 +171,11 @@ def _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, la
                    V, num_chunks, sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K: tl.constexpr,
                    HAS_DRAFT_PROBS: tl.constexpr, BLOCK_V: tl.constexpr, NUM_STAGES: tl.constexpr,
                    MODE: tl.constexpr):  # fmt: skip
-    """partial[c] = (sum_c r, sum_c clean p) for this program's chunks c = first .. first + tiles - 1."""
+    """partial[c] = (sum r, sum clean p) over this program's chunks first .. c, for its chunks
+    c = first .. first + tiles - 1: prefixes within the program's span, summed in chunk order (so they
+    never decrease along the span, and the span's last one is its total)."""
+    run_r = (rows * 0).to(tl.float64)
+    run_p = (rows * 0).to(tl.float64)
     for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
         chunk = first + t
         cols = chunk * BLOCK_V + lane
@@ -179,8 +184,10 @@ def _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, la
                                 sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, K, HAS_DRAFT_PROBS, MODE)  # fmt: skip
         part = partial_ptr + rows * (num_chunks * 2) + chunk * 2
         part_ok = row_ok & (rows * 0 + chunk < num_chunks)  # (a scalar mask term upsets the interpreter)
-        tl.store(part, tl.sum(r, axis=1), mask=part_ok)
-        tl.store(part + 1, tl.sum(p_j, axis=1), mask=part_ok)
+        run_r += tl.sum(r, axis=1)
+        run_p += tl.sum(p_j, axis=1)
+        tl.store(part, run_r, mask=part_ok)
+        tl.store(part + 1, run_p, mask=part_ok)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -191,36 +198,78 @@ def _stream_chunks(p_ptr, q_ptr, partial_ptr, rows, row_ok, a, rejected, x_j, la
 @triton.jit
 def _emit_rows(
     p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-    rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks,
+    rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks, tiles_per_program,
     sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
     K: tl.constexpr, HAS_DRAFT_PROBS: tl.constexpr, SEEDED: tl.constexpr,
-    BLOCK_V: tl.constexpr, CHUNKS_POW2: tl.constexpr,
+    BLOCK_V: tl.constexpr, CHUNKS_POW2: tl.constexpr, TILES_POW2: tl.constexpr,
 ):  # fmt: skip
     """Outputs of a row block once every partial (BLOCK_V columns each) of it is written.
 
     fallback = (a < n) and sum r == 0 -> r := clean p_a.  total = sum r; valid = total > 0.
     token = smallest v with r_v > 0 and cumsum(r)_v > (u_K + 2^-25) * total, else the largest v with
     r_v > 0 (u_K + 2^-25: the midpoint of a 2^-24-grid uniform's cell, reference.chain.UNIFORM_HALF_STEP)
-    first the chunk (prefix over chunk sums), then the token inside that one chunk (re-read)."""
+    first the chunk, then the token inside that one chunk (re-read). The partials are prefixes within
+    each program's span of T = tiles_per_program chunks (_stream_chunks). TILES_POW2 > 0 (T > 1): the
+    span first, by a prefix over the spans' totals ([1, CHUNKS_POW2], one per program), then the
+    chunk inside it from that span's prefixes ([1, TILES_POW2], loaded once the span is known), with
+    no scan over all chunks: on one warp that scan and its four reductions over [1, 256-512] float64
+    took 1.1-3.8 us (run 178), one more L2 round trip takes less (run 179: 0.4-2.1 us faster in
+    zero_pause at every multi-chunk shape). TILES_POW2 == 0 (T = 1: a partial is one chunk's sum):
+    a prefix over the chunk sums."""
     rejected = a < n
-    c = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]
-    c_ok = row_ok[:, None] & (c < num_chunks)
-    part = partial_ptr + rows[:, None] * (num_chunks * 2) + c * 2
-    part_r = tl.load(part, mask=c_ok, other=0.0)
-    part_p = tl.load(part + 1, mask=c_ok, other=0.0)
-    fallback = rejected & (tl.sum(part_r, axis=1) <= 0.0)
-    sel = tl.where(fallback[:, None], part_p, part_r)
-    cum = tl.cumsum(sel, axis=1)
-    total = tl.max(cum, axis=1)
+    row_part = partial_ptr + rows[:, None] * (num_chunks * 2)
+    if TILES_POW2 > 0:
+        span_ix = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]  # CHUNKS_POW2: spans per row here
+        span_ok = row_ok[:, None] & (span_ix * tiles_per_program < num_chunks)
+        span_end = tl.minimum(span_ix * tiles_per_program + tiles_per_program - 1, num_chunks - 1)
+        span_r = tl.load(row_part + span_end * 2, mask=span_ok, other=0.0)  # the spans' totals
+        span_p = tl.load(row_part + span_end * 2 + 1, mask=span_ok, other=0.0)
+        fallback = rejected & (tl.sum(span_r, axis=1) <= 0.0)
+        span_sel = tl.where(fallback[:, None], span_p, span_r)
+        span_cum = tl.cumsum(span_sel, axis=1)
+        total = tl.max(span_cum, axis=1)
+    else:
+        c = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]
+        c_ok = row_ok[:, None] & (c < num_chunks)
+        part_r = tl.load(row_part + c * 2, mask=c_ok, other=0.0)
+        part_p = tl.load(row_part + c * 2 + 1, mask=c_ok, other=0.0)
+        fallback = rejected & (tl.sum(part_r, axis=1) <= 0.0)
+        sel = tl.where(fallback[:, None], part_p, part_r)
+        cum = tl.cumsum(sel, axis=1)
+        total = tl.max(cum, axis=1)
     valid = row_ok & (total > 0.0)
     u_last = _uniforms(K, rows, row_ok, u_ptr, su_b, su_k, seed, offset, SEEDED)
     target = (u_last.to(tl.float64) + UNIFORM_HALF_STEP) * total  # (u_K + 2^-25) total, exact sum
-    crossing = c_ok & (sel > 0.0) & (cum > target[:, None])
-    first_chunk = tl.min(tl.where(crossing, c, CHUNKS_POW2), axis=1)
-    found = first_chunk < CHUNKS_POW2
-    last_chunk = tl.max(tl.where(c_ok & (sel > 0.0), c, -1), axis=1)
-    chunk = tl.where(found, first_chunk, tl.maximum(last_chunk, 0))
-    before = tl.sum(tl.where(c == (chunk - 1)[:, None], cum, 0.0), axis=1)
+    if TILES_POW2 > 0:
+        # the first span with mass whose prefix passes the target (else the last span with mass)
+        span_hit = span_ok & (span_sel > 0.0) & (span_cum > target[:, None])
+        first_span = tl.min(tl.where(span_hit, span_ix, CHUNKS_POW2), axis=1)
+        last_span = tl.max(tl.where(span_ok & (span_sel > 0.0), span_ix, 0), axis=1)
+        span = tl.where(first_span < CHUNKS_POW2, first_span, last_span)
+        span_before = tl.sum(tl.where(span_ix == (span - 1)[:, None], span_cum, 0.0), axis=1)
+        span_total = tl.sum(tl.where(span_ix == span[:, None], span_sel, 0.0), axis=1)
+        # inside it, its chunks' prefixes w (loaded now: non-decreasing, and so is span_before + w)
+        c = (span * tiles_per_program)[:, None] + tl.arange(0, TILES_POW2).to(tl.int64)[None, :]
+        c_ok = valid[:, None] & (c < num_chunks) & (c < ((span + 1) * tiles_per_program)[:, None])
+        w_r = tl.load(row_part + c * 2, mask=c_ok & ~fallback[:, None], other=0.0)
+        w_p = tl.load(row_part + c * 2 + 1, mask=c_ok & fallback[:, None], other=0.0)
+        sel = w_r + w_p  # the one loaded
+        reached = span_before[:, None] + sel
+        crossing = c_ok & (sel > 0.0) & (reached > target[:, None])  # a chunk with mass: w rose there
+        first_chunk = tl.min(tl.where(crossing, c, num_chunks), axis=1)
+        found = first_chunk < num_chunks
+        # not found (rounding only): the chunk where w reaches the span's total, which has mass
+        full_chunk = tl.min(tl.where(c_ok & (sel >= span_total[:, None]), c, num_chunks - 1), axis=1)
+        chunk = tl.where(found, first_chunk, full_chunk)
+        # the mass before the chunk: the largest w of the span that does not pass the target
+        before = span_before + tl.max(tl.where(c_ok & (reached <= target[:, None]), sel, 0.0), axis=1)
+    else:
+        crossing = c_ok & (sel > 0.0) & (cum > target[:, None])
+        first_chunk = tl.min(tl.where(crossing, c, CHUNKS_POW2), axis=1)
+        found = first_chunk < CHUNKS_POW2
+        last_chunk = tl.max(tl.where(c_ok & (sel > 0.0), c, -1), axis=1)
+        chunk = tl.where(found, first_chunk, tl.maximum(last_chunk, 0))
+        before = tl.sum(tl.where(c == (chunk - 1)[:, None], cum, 0.0), axis=1)
     local = tl.where(found, target - before, float("inf"))  # not found: take the last positive token
 
     # token level: re-read that one chunk of BLOCK_V columns, scan it
@@ -268,14 +317,15 @@ def _chain_kernel(
     BLOCK_V: tl.constexpr,
     KP1_POW2: tl.constexpr,
     CHUNKS_POW2: tl.constexpr,
+    TILES_POW2: tl.constexpr,  # next_pow2(tiles_per_program), 0 when that is 1 (_emit_rows)
     NUM_STAGES: tl.constexpr,
     LANE_I64: tl.constexpr,
     EVICT_FIRST_COPIES: tl.constexpr,  # compile variant: evict-first pipelined copies (_copy_policy.variant)
 ):  # fmt: skip
     # for i < n: accept x_i iff 0 <= x_i < V and (classic) q(x_i) > 0 and (u_i + 2^-25) q(x_i) < p(x_i)
     #                                          (one-hot) u_i + 2^-25 < p(x_i); a = first rejection (or n).
-    # r = max(0, p_a - q_a) | p_a with x_a zeroed | p_n (bonus);  partial[c] = (sum_c r, sum_c p_a).
-    # Program (row block, s) streams chunks [s T, (s + 1) T) of row a; the last to arrive emits.
+    # r = max(0, p_a - q_a) | p_a with x_a zeroed | p_n (bonus).  Program (row block, s) streams chunks
+    # [s T, (s + 1) T) of row a: partial[c] = (sum r, sum p_a) over chunks s T .. c; the last to arrive emits.
     pid_rows = tl.program_id(0)
     rows = pid_rows.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     row_ok = rows < B
@@ -327,9 +377,9 @@ def _chain_kernel(
     arrived = tl.atomic_add(arrivals_ptr + pid_rows, 1, sem="acq_rel")
     if arrived == tl.num_programs(1) - 1:
         _emit_rows(p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr,
-                   valid_ptr, rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks,
+                   valid_ptr, rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks, tiles_per_program,
                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
-                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, CHUNKS_POW2)  # fmt: skip
+                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, CHUNKS_POW2, TILES_POW2)  # fmt: skip
         tl.atomic_xchg(arrivals_ptr + pid_rows, 0)  # ready for the next call / graph replay
 
 
@@ -534,12 +584,16 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
     cfg = _launch_config(batch, vocab, row_bytes=row_bytes, **dict(overrides))
     num_chunks = cdiv(vocab, cfg.block_v)  # one partial per chunk
     programs_per_row = cdiv(num_chunks, cfg.tiles)
+    # the emit's first tile (_emit_rows): a lane per chunk, or per span (program) where programs stream
+    # several chunks. >= 16 lanes: Triton 3.6 fails to lower a scan over a [1, 1] tile (ScanOpToLLVM
+    # assertion, seen on the H200 for V <= BLOCK_V); the padded lanes are masked out. >= 32 with spans:
+    # two [1, 16] tiles side by side made Triton 3.6 convert layouts through shared memory (~300
+    # stores in the emit, offline SASS).
+    first_tile = max(16, next_pow2(num_chunks)) if cfg.tiles == 1 else max(32, next_pow2(programs_per_row))
     meta = dict(
         K=k_plus_1 - 1, HAS_DRAFT_PROBS=has_q, RAGGED=ragged, SEEDED=seeded,
         BLOCK_ROWS=cfg.block_rows, BLOCK_V=cfg.block_v, KP1_POW2=next_pow2(k_plus_1),
-        # >= 16 lanes: Triton 3.6 fails to lower a scan over a [1, 1] tile (ScanOpToLLVM assertion,
-        # seen on the H200 for V <= BLOCK_V); the padded lanes are masked out.
-        CHUNKS_POW2=max(16, next_pow2(num_chunks)),
+        CHUNKS_POW2=first_tile, TILES_POW2=max(32, next_pow2(cfg.tiles)) if cfg.tiles > 1 else 0,
         NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
         LANE_I64=wide_lanes, EVICT_FIRST_COPIES=_copy_policy.variant(),
     )  # fmt: skip
