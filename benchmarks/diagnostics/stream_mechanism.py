@@ -17,7 +17,8 @@ fp32) that differ only in the copy:
 - `tma_ef`: `tma` with `.L2::cache_hint` and an evict-first policy added to every bulk tensor copy
   (a PTX stage, as kernels/_copy_policy.py does for `cp.async`);
 - `tma8_ef`: `tma_ef` with [1, 8, 128] boxes (1024 columns) and half the chunks per program.
-Timers as ab_device_time.py: zero_pause_us (do_bench's zero_ flush plus a pause: device time with
+`--scattered` adds the copy readers over row 0 of [B, K+1, V] and [B, K, V] tensors, where the
+chain's rows lie. Timers as ab_device_time.py: zero_pause_us (do_bench's zero_ flush plus a pause: device time with
 the flush's dirty lines), read_flush_us (a clean L2) and do_bench's median. Every reader's per-program
 (sum p, sum q) must add up to torch's row sums (checked before timing).
 """
@@ -86,9 +87,9 @@ def bulk_policy(name: str):
 
 
 @triton.jit
-def _span_copies_kernel(p_ptr, q_ptr, out_ptr, V, stride, tiles, BLOCK: tl.constexpr, STAGES: tl.constexpr,
+def _span_copies_kernel(p_ptr, q_ptr, out_ptr, V, sp, sq, tiles, BLOCK: tl.constexpr, STAGES: tl.constexpr,
                         VARIANT: tl.constexpr):  # fmt: skip
-    # p, q [B, V] fp32; grid (B, spans); out [B, spans, 2] fp32: (sum p, sum q) of the span
+    # p, q [B, V] fp32, row strides sp, sq; grid (B, spans); out [B, spans, 2] fp32: (sum p, sum q) of the span
     row = tl.program_id(0).to(tl.int64)
     first = tl.program_id(1) * tiles
     lane = tl.arange(0, BLOCK)
@@ -97,8 +98,8 @@ def _span_copies_kernel(p_ptr, q_ptr, out_ptr, V, stride, tiles, BLOCK: tl.const
     for t in tl.range(0, tiles, num_stages=STAGES):
         cols = (first + t) * BLOCK + lane
         m = cols < V
-        acc_p += load_once(p_ptr + row * stride + cols, m, 0.0)
-        acc_q += load_once(q_ptr + row * stride + cols, m, 0.0)
+        acc_p += load_once(p_ptr + row * sp + cols, m, 0.0)
+        acc_q += load_once(q_ptr + row * sq + cols, m, 0.0)
     out = out_ptr + (row * tl.num_programs(1) + tl.program_id(1)) * 2
     tl.store(out, tl.sum(acc_p, axis=0))
     tl.store(out + 1, tl.sum(acc_q, axis=0))
@@ -122,7 +123,10 @@ def _span_tma_kernel(p_desc, q_desc, out_ptr, tiles, SUB: tl.constexpr, STAGES: 
 
 
 def readers(p, q, tiles: int, stages: int):
-    """name -> (call, out) for every reader at the chain's tiling (`tiles` 512-column chunks per program)."""
+    """name -> (call, out) for every reader at the chain's tiling (`tiles` 512-column chunks per program).
+    p, q: [B, V] with unit column stride; rows more than V apart (slices of the chain's [B, K+1, V] and
+    [B, K, V] tensors, `--scattered`) get the copy readers only (a TMA box needs the [B, V / 128, 128]
+    view of contiguous rows)."""
     import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -134,8 +138,8 @@ def readers(p, q, tiles: int, stages: int):
         buf = torch.empty(b, spans, 2, device=p.device)
 
         def call():
-            _span_copies_kernel[(b, spans)](p, q, buf, v, v, tiles, BLOCK=512, STAGES=stages, VARIANT=variant,
-                                            num_warps=1)  # fmt: skip
+            _span_copies_kernel[(b, spans)](p, q, buf, v, p.stride(0), q.stride(0), tiles, BLOCK=512,
+                                            STAGES=stages, VARIANT=variant, num_warps=1)  # fmt: skip
             return buf
 
         return call, buf
@@ -157,6 +161,8 @@ def readers(p, q, tiles: int, stages: int):
     with _copy_policy.evict_first_copies(_span_copies_kernel.__name__):
         out["copies_ef"] = copies(1)
         out["copies_ef"][0]()  # compiled under the policy
+    if not (p.is_contiguous() and q.is_contiguous()):
+        return out
     out["tma"] = tma(4, 0)
     with bulk_policy(_span_tma_kernel.__name__):
         out["tma_ef"] = tma(4, 1)
@@ -169,10 +175,13 @@ def readers(p, q, tiles: int, stages: int):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
+    ap.add_argument("--scattered", action="store_true",
+                    help="also read row 0 of [B, K+1, V] and [B, K, V] tensors (K = 4, 8 at (128, 128256)): the "
+                         "chain's rows lie (K+1) V and K V elements apart, not V")  # fmt: skip
     args = ap.parse_args(argv)
     import torch
 
-    from benchmarks.diagnostics.ab_device_time import timed_after, zero_pause_flush
+    from benchmarks.diagnostics.ab_device_time import zero_pause_flush
     from benchmarks.timing import CudaTimer
     from specsample.kernels.chain import _launch_config
 
@@ -185,21 +194,36 @@ def main(argv: list[str] | None = None) -> int:
             gen = torch.Generator(device="cuda").manual_seed(b)
             p = torch.rand(b, v, device="cuda", generator=gen)
             q = torch.rand(b, v, device="cuda", generator=gen)
-            want = torch.stack([p.double().sum(1), q.double().sum(1)], dim=1)
-            for name, (call, buf) in readers(p, q, cfg.tiles, cfg.num_stages).items():
-                call()
-                got = buf.double().sum(1)
-                err = float(((got - want).abs() / want.abs()).max())
-                row = dict(reader=name, B=b, V=v, tiles=cfg.tiles, stages=cfg.num_stages,
-                           max_rel_err=err, ok=err < 1e-4)  # fmt: skip
-                if row["ok"]:
-                    row.update(zero_pause_us=timed_after(call, pause, 100),
-                               read_flush_us=timed_after(call, lambda: cache.sum(), 100),
-                               do_bench_us=timer.do_bench_us(call))  # fmt: skip
-                fh.write(json.dumps(row) + "\n")
-                print(json.dumps(row), flush=True)
+            layouts = [("rows", p, q)]
+            if args.scattered:
+                k = 8 if b == 128 else 4
+                p_all = torch.rand(b, k + 1, v, device="cuda", generator=gen)
+                q_all = torch.rand(b, k, v, device="cuda", generator=gen)
+                layouts.append(("scattered", p_all[:, 0], q_all[:, 0]))
+            for layout, p, q in layouts:
+                _time_readers(fh, layout, p, q, b, v, cfg, timer, pause, cache)
     return 0
 
+
+def _time_readers(fh, layout, p, q, b, v, cfg, timer, pause, cache) -> None:
+    """One JSON line per reader of (p, q): outputs checked against torch's sums, then timed."""
+    import torch
+
+    from benchmarks.diagnostics.ab_device_time import timed_after
+
+    want = torch.stack([p.double().sum(1), q.double().sum(1)], dim=1)
+    for name, (call, buf) in readers(p, q, cfg.tiles, cfg.num_stages).items():
+        call()
+        got = buf.double().sum(1)
+        err = float(((got - want).abs() / want.abs()).max())
+        row = dict(reader=name, layout=layout, B=b, V=v, tiles=cfg.tiles, stages=cfg.num_stages,
+                   max_rel_err=err, ok=err < 1e-4)  # fmt: skip
+        if row["ok"]:
+            row.update(zero_pause_us=timed_after(call, pause, 100),
+                       read_flush_us=timed_after(call, lambda: cache.sum(), 100),
+                       do_bench_us=timer.do_bench_us(call))  # fmt: skip
+        fh.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
 
 if __name__ == "__main__":
     raise SystemExit(main())

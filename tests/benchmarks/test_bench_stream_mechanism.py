@@ -33,3 +33,17 @@ def test_bulk_policy_rewrites_only_bulk_tensor_copies():
     assert hinted in out
     plain = _PTX.replace(_BULK, "\tcp.async.cg.shared.global [%r1], [%rd1], 16;\n")
     assert add_bulk_policy(plain) == plain
+
+
+def test_copy_readers_follow_row_strides(device):
+    """Rows of p and q taken from [B, K+1, V] and [B, K, V] tensors (the chain's layout, `--scattered`):
+    the copy readers use each tensor's own row stride, and the TMA readers are left out."""
+    gen = torch.Generator().manual_seed(13)
+    p = torch.rand(3, 5, 128 * 8, generator=gen).to(device)[:, 0]
+    q = torch.rand(3, 4, 128 * 8, generator=gen).to(device)[:, 0]
+    want = torch.stack([p.double().sum(1), q.double().sum(1)], dim=1)
+    got = readers(p, q, tiles=1, stages=1)
+    assert list(got) == ["copies", "copies_ef"]
+    for name, (call, buf) in got.items():
+        call()
+        torch.testing.assert_close(buf.double().sum(1), want, rtol=1e-6, atol=0.0, msg=name)
