@@ -26,7 +26,6 @@ the flush's dirty lines), read_flush_us (a clean L2) and do_bench's median. Ever
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -46,44 +45,9 @@ _BULK = re.compile(r"(?P<head>cp\.async\.bulk\.tensor\.[^\s]*mbarrier::complete_
 
 
 def add_bulk_policy(ptx: str) -> str:
-    """`ptx` with `.L2::cache_hint` and an evict-first policy on every bulk tensor copy."""
-    if not _BULK.search(ptx):
-        return ptx
-    entry = re.search(r"\.entry\s+[A-Za-z_$][\w$]*\s*\(", ptx)
-    body = ptx.index("{", ptx.index(")", entry.end()))
-    at = ptx.index("\n", body) + 1
-    prologue = ("\t.reg .b64 \t%bulk_evict_first;\n"
-                "\tcreatepolicy.fractional.L2::evict_first.b64 \t%bulk_evict_first, 1.0;\n")  # fmt: skip
-    copies = _BULK.sub(lambda m: f"{m['head']}.L2::cache_hint{m['args']}, %bulk_evict_first;", ptx[at:])
-    return ptx[:at] + prologue + copies
-
-
-@contextlib.contextmanager
-def bulk_policy(name: str):
-    """Within the block, Triton compiles the kernel called `name` with add_bulk_policy."""
-    from triton import knobs
-
-    previous = knobs.runtime.add_stages_inspection_hook
-
-    def hook(*args):
-        if not args:
-            return "bulk-policy", "0" * 64
-        if previous is not None:
-            previous(*args)
-        stages = args[1]
-        make_ptx = stages["ptx"]
-
-        def ptx_stage(src, metadata):
-            ptx = make_ptx(src, metadata)
-            return add_bulk_policy(ptx) if metadata.get("name") == name else ptx
-
-        stages["ptx"] = ptx_stage
-
-    knobs.runtime.add_stages_inspection_hook = hook
-    try:
-        yield
-    finally:
-        knobs.runtime.add_stages_inspection_hook = previous
+    """`ptx` with `.L2::cache_hint` and an evict-first policy on every bulk tensor copy
+    (kernels/_copy_policy.py's rewrite, for TMA copies)."""
+    return _copy_policy.add_policy(ptx, _BULK, "%bulk_evict_first")
 
 
 @triton.jit
@@ -164,7 +128,7 @@ def readers(p, q, tiles: int, stages: int):
     if not (p.is_contiguous() and q.is_contiguous()):
         return out
     out["tma"] = tma(4, 0)
-    with bulk_policy(_span_tma_kernel.__name__):
+    with _copy_policy.rewriting_ptx(add_bulk_policy, "bulk-evict-first", _span_tma_kernel.__name__):
         out["tma_ef"] = tma(4, 1)
         out["tma_ef"][0]()
         out["tma8_ef"] = tma(8, 1)

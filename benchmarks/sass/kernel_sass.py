@@ -38,6 +38,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from specsample.kernels import _copy_policy  # noqa: E402
+from specsample.kernels._launch import next_pow2  # noqa: E402
 from specsample.kernels.chain import _chain_kernel  # noqa: E402
 from specsample.kernels.gumbel import _race_chunk_kernel  # noqa: E402
 from specsample.kernels.logits import _logits_race_kernel, _logits_stats_kernel  # noqa: E402
@@ -81,7 +82,7 @@ def compile_kernel(
                      # the launcher's rule (chain._plan): spans per row in the emit's first tile where a
                      # program streams several chunks (32: (128, 8, 128256)), else chunks (256: V = 128256)
                      CHUNKS_POW2=32 if tiles > 1 else 256,
-                     TILES_POW2=max(32, 1 << (tiles - 1).bit_length()) if tiles > 1 else 0,
+                     TILES_POW2=max(32, next_pow2(tiles)) if tiles > 1 else 0,
                      EVICT_FIRST_COPIES=_copy_policy.variant(), sp_v=1, sq_v=1)  # fmt: skip
     elif kernel_name == "race":
         fn, ptr_types, divisible = _race_chunk_kernel, RACE_PTR_TYPES, ("stride_b", "V")

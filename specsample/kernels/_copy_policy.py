@@ -20,6 +20,9 @@ so no other kernel's code is touched (a thread compiling another kernel at that 
 through the hook unchanged; on Triton >= 3.9 the hook's tag enters that compile's cache key). A
 hook someone else installed keeps running first.
 
+`add_policy` and `rewriting_ptx` are the same two steps for any copy instruction (the diagnostic
+benchmarks/diagnostics/stream_mechanism.py puts the policy on TMA copies with them).
+
 `SPECSAMPLE_EVICT_FIRST_COPIES=0` turns the rewrite off (an escape hatch). The launchers pass
 `variant()` to the kernel as a constexpr, so the compile cache keeps the two apart, and a new version
 of the rewrite apart from the old, on every Triton (3.6's cache key leaves stages hooks out).
@@ -43,6 +46,8 @@ _COPY = re.compile(
     r"(?P<args>\s+\[[^\]]*\]\s*,\s*\[[^\]]*\]\s*,[^;]*);"
 )
 _ENTRY = re.compile(r"\.entry\s+[A-Za-z_$][\w$]*\s*\(")
+_LINES = re.compile(r"[^\n]*\n")
+_TOP_DECL = re.compile(r"\s*(\.reg\s|//|$)")  # a declaration, a comment or a blank line
 # the rewrite's version: a launcher passes it to its kernel as a constexpr (`variant()`), so a change
 # here is a new compile cache entry also on Triton 3.6, whose cache key leaves stages hooks out
 _VERSION = 1
@@ -61,26 +66,39 @@ def variant() -> int:
 def add_copy_policy(ptx: str) -> str:
     """`ptx` (one kernel, as Triton emits it) with the L2 evict-first policy on every plain
     `cp.async` copy; unchanged when there is none."""
-    if not _COPY.search(ptx):
+    return add_policy(ptx, _COPY, _POLICY)
+
+
+def add_policy(ptx: str, copy: re.Pattern, register: str) -> str:
+    """`ptx` with `.L2::cache_hint` and an evict-first policy held in `register` (declared and created
+    once, after the kernel's register declarations) on every instruction `copy` matches: a pattern
+    with groups `head` (the opcode, where the qualifier goes) and `args` (the operands, where the
+    policy operand goes). Unchanged when nothing matches."""
+    if not copy.search(ptx):
         return ptx
     entry = _ENTRY.search(ptx)
     if entry is None:
-        raise ValueError("cp.async copies outside a kernel entry: not a Triton kernel's PTX")
-    body = ptx.index("{", ptx.index(")", entry.end()))
-    decls = list(re.finditer(r"^\s*\.reg\s[^\n]*\n", ptx[body:], flags=re.M))
-    at = body + (decls[-1].end() if decls else ptx.index("\n", body) + 1)
-    prologue = (f"\t.reg .b64 \t{_POLICY};\n"
-                f"\tcreatepolicy.fractional.L2::evict_first.b64 \t{_POLICY}, 1.0;\n")  # fmt: skip
-    copies = _COPY.sub(lambda m: f"{m['head']}.L2::cache_hint{m['args']}, {_POLICY};", ptx[at:])
+        raise ValueError("copies outside a kernel entry: not a Triton kernel's PTX")
+    # after the declarations that open the kernel's body: a later `.reg` may sit in a nested scope
+    # (an inline-asm block's `{ .reg ... }`), where the policy register would be invisible to the copies
+    at = ptx.index("\n", ptx.index("{", ptx.index(")", entry.end()))) + 1
+    for line in _LINES.finditer(ptx, at):
+        if not _TOP_DECL.match(line.group()):
+            break
+        at = line.end()
+    prologue = (f"\t.reg .b64 \t{register};\n"
+                f"\tcreatepolicy.fractional.L2::evict_first.b64 \t{register}, 1.0;\n")  # fmt: skip
+    copies = copy.sub(lambda m: f"{m['head']}.L2::cache_hint{m['args']}, {register};", ptx[at:])
     return ptx[:at] + prologue + copies
 
 
-def stages_hook(names: frozenset, previous=None):
-    """A Triton stages-inspection hook that rewrites the PTX of the kernels called `names` after
-    `previous` (another hook, or None) has run. Triton calls it with (backend, stages, options,
-    language, capability) when it builds a compile pipeline, and Triton >= 3.9 also with no
-    arguments, for a (key, hash) pair that enters the compile cache key."""
-    tag = f"specsample-evict-first-copies-{_VERSION}-{','.join(sorted(names))}"
+def stages_hook(names: frozenset, previous=None, rewrite=add_copy_policy, tag: str = "evict-first-copies"):
+    """A Triton stages-inspection hook that rewrites (`rewrite(ptx) -> ptx`) the PTX of the kernels
+    called `names` after `previous` (another hook, or None) has run. Triton calls it with (backend,
+    stages, options, language, capability) when it builds a compile pipeline, and Triton >= 3.9 also
+    with no arguments, for a (key, hash) pair that enters the compile cache key (`tag` names the
+    rewrite there)."""
+    tag = f"specsample-{tag}-{_VERSION}-{','.join(sorted(names))}"
 
     def hook(*args):
         if not args:
@@ -98,7 +116,7 @@ def stages_hook(names: frozenset, previous=None):
 
             def ptx_stage(src, metadata):
                 ptx = make_ptx(src, metadata)
-                return add_copy_policy(ptx) if metadata.get("name") in names else ptx
+                return rewrite(ptx) if metadata.get("name") in names else ptx
 
             stages["ptx"] = ptx_stage
         return None
@@ -106,16 +124,22 @@ def stages_hook(names: frozenset, previous=None):
     return hook
 
 
-@contextlib.contextmanager
 def evict_first_copies(*names: str):
     """Within the block, Triton compiles the kernels called `names` with evict-first copies."""
+    return rewriting_ptx(add_copy_policy, "evict-first-copies", *names)
+
+
+@contextlib.contextmanager
+def rewriting_ptx(rewrite, tag: str, *names: str):
+    """Within the block, Triton compiles the kernels called `names` with `rewrite` applied to their
+    PTX (stages_hook); a no-op on Triton < 3.4."""
     try:
         from triton import knobs
     except ImportError:  # Triton < 3.4: no stages hook, the copies keep Triton's own code
         yield
         return
     previous = knobs.runtime.add_stages_inspection_hook
-    knobs.runtime.add_stages_inspection_hook = stages_hook(frozenset(names), previous)
+    knobs.runtime.add_stages_inspection_hook = stages_hook(frozenset(names), previous, rewrite, tag)
     try:
         yield
     finally:

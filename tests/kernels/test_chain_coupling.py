@@ -100,11 +100,15 @@ def make_case(seed: int, batch: int, num_k: int, vocab: int, kind: str, draft_ki
     )  # fmt: skip
 
 
-def assert_coupled(case, block_v, id_dtype=torch.int64, tiles=None, lane_i64=False, block_rows=None):
+def coupling_differences(case, block_v, id_dtype=torch.int64, tiles=None, lane_i64=False, block_rows=None,
+                         launch=_launch):  # fmt: skip
+    """(rows where `launch`'s outputs differ from the float64 reference, the reference's result, the
+    kernel's tokens) for one case: a chain `_launch` (this module's, or a patched copy's) with the given
+    tiling overrides, the reference at the kernel's coupling tolerance."""
     p, q, x, n, u = case["p"], case["q"], case["x"], case["n"], case["u"]
     batch, _, vocab = p.shape
-    got = _launch(dev(p), dev(x.to(id_dtype)), dev(q), dev(n), dev(u), None, None,
-                  block_v=block_v, tiles=tiles, lane_i64=lane_i64, block_rows=block_rows)  # fmt: skip
+    got = launch(dev(p), dev(x.to(id_dtype)), dev(q), dev(n), dev(u), None, None,
+                 block_v=block_v, tiles=tiles, lane_i64=lane_i64, block_rows=block_rows)  # fmt: skip
     tol = coupling_tol(batch, vocab, block_v)
     ref = chain_rejection_reference(
         p.double().numpy(), x.numpy(), None if q is None else q.double().numpy(),
@@ -115,6 +119,13 @@ def assert_coupled(case, block_v, id_dtype=torch.int64, tiles=None, lane_i64=Fal
     differ |= got.num_accepted.cpu().numpy() != ref.num_accepted
     differ |= got.fallback.cpu().numpy() != ref.fallback
     differ |= got.valid.cpu().numpy() != ref.valid
+    return differ, ref, tokens
+
+
+def assert_coupled(case, block_v, id_dtype=torch.int64, tiles=None, lane_i64=False, block_rows=None):
+    differ, ref, tokens = coupling_differences(case, block_v, id_dtype, tiles, lane_i64, block_rows)
+    vocab = case["p"].shape[2]
+    tol = coupling_tol(case["p"].shape[0], vocab, block_v)
     bad = np.nonzero(differ & ~ref.ambiguous)[0]
     assert bad.size == 0, (
         f"{bad.size} unambiguous rows differ (tol {tol:.2e}); first {bad[:5]}: kernel {tokens[bad[:3]]} "

@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specsample.reference.chain import chain_rejection_reference
 from specsample.stats import seeding
 from specsample.verify.mutants import patched_module
-from tests.kernels.test_chain_coupling import coupling_tol, dev, make_case
+from tests.kernels.test_chain_coupling import coupling_differences, dev, make_case
 
 # (pattern, replacement) in specsample/kernels/chain.py, each occurring once
 SPAN_MUTANTS = {
@@ -36,14 +35,7 @@ SPAN_MUTANTS = {
 def _unambiguous_differences(launch, case) -> int:
     """Rows where `launch` (a chain `_launch`) and the float64 reference differ, outside the reference's
     CDF-boundary tolerance; 16-column chunks, 3 per program, one row per program."""
-    p, q, x, u = case["p"], case["q"], case["x"], case["u"]
-    batch, _, vocab = p.shape
-    got = launch(dev(p), dev(x), dev(q), None, dev(u), None, None, block_v=16, tiles=3, block_rows=1)
-    tol = coupling_tol(batch, vocab, 16)
-    ref = chain_rejection_reference(p.double().numpy(), x.numpy(), q.double().numpy(),
-                                    uniforms=u.double().numpy(), tol=tol)  # fmt: skip
-    differ = np.any(got.tokens.cpu().numpy() != ref.tokens, axis=1)
-    differ |= got.num_accepted.cpu().numpy() != ref.num_accepted
+    differ, ref, _ = coupling_differences(case, 16, tiles=3, block_rows=1, launch=launch)
     return int(np.sum(differ & ~ref.ambiguous))
 
 

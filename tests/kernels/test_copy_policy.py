@@ -62,6 +62,19 @@ def _evict_first_registers(ptx: str) -> set[str]:
     return set(re.findall(r"createpolicy\.fractional\.L2::evict_first\.b64\s+(%[\w$]+)\s*,\s*1\.0;", ptx))
 
 
+def test_policy_register_is_declared_at_the_kernels_top_scope():
+    """A `.reg` inside a nested block later in the body (an inline-asm block, as Triton emits around
+    TMA copies) is not where the policy goes: the register must be declared with the kernel's opening
+    declarations, before the first instruction, or the copies cannot see it."""
+    nested = "\t{\n\t.reg .pred \t%inner;\n\tsetp.ne.b32 \t%inner, %r1, 0;\n\t}\n"
+    ptx = _PTX.replace("\tret;\n", nested + "\tret;\n")
+    lines = add_copy_policy(ptx).splitlines()
+    declared = next(i for i, line in enumerate(lines) if "%ss_copy_evict_first;" in line and ".reg" in line)
+    first_instruction = next(i for i, line in enumerate(lines) if line.strip().startswith("ld.param"))
+    assert declared < first_instruction
+    assert lines[declared - 1].strip().startswith(".reg .b64")  # right after the opening declarations
+
+
 def test_every_unhinted_copy_gets_the_evict_first_policy():
     """Each of the three unhinted copies (cg with src-size, predicated ca without) gains
     `.L2::cache_hint` and, as its last operand, a register that `createpolicy` fills with the
