@@ -60,7 +60,8 @@ RACE_PTR_TYPES = dict(probs_ptr="*fp32", seeds_ptr="*i64", offsets_ptr="*i64", p
 
 LOGITS_PTR_TYPES = dict(x_ptr="*i64", n_ptr="*i64", seed_ptr="*i64", offset_ptr="*i64", targ_ptr="*i32",
                         best_idx_ptr="*i32", arrivals_ptr="*i32", tokens_ptr="*i32", num_accepted_ptr="*i32",
-                        fallback_ptr="*i1", valid_ptr="*i1", row_i_ptr="*i32")  # fmt: skip
+                        fallback_ptr="*i1", valid_ptr="*i1", row_i_ptr="*i32", state_ptr="*i32",
+                        cnt_ptr="*i32")  # fmt: skip
 
 
 def compile_kernel(
@@ -98,7 +99,7 @@ def compile_kernel(
         const = dict(K=4, KP=8, HAS_DRAFT_LOGITS=True, RAGGED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
                      TILES=tiles, st_v=1, sd_v=1, LANE_I32=False, FAST_LOG=False, GW=min(256, block_v),
                      TILES_P2=1 << max(0, tiles - 1).bit_length(), PREFETCH=0, NCB2=64,
-                     P_IN_MERGE=0)  # fmt: skip
+                     P_IN_MERGE=0, LAZY=0, NCB=64, WAIT_POLLS=0)  # fmt: skip
         const = {k: v for k, v in const.items() if k in inspect.signature(fn.fn).parameters}
     const.update(flags)
     params = list(inspect.signature(fn.fn).parameters)

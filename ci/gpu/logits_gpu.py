@@ -14,7 +14,7 @@
    logarithms, 32-bit stats-pass offsets). The best configuration per case is reported.
 Hostile cases (1, session 13): NaN, +inf and -inf logits scattered through target and draft rows and
 whole rows without a finite logit, against the reference's "no mass" semantics. LOGITS_GPU_NO_PERF=1
-runs 1-2 alone.
+runs 1-2 alone; LOGITS_GPU_GRAPH_ONLY=1 only the CUDA-graph checks of 2.
 Prints a short table; takes ~2-3 minutes on an H200 (mostly Triton compiles and the float64
 reference).
 """
@@ -237,8 +237,9 @@ def stats_only(case, cfg):
     def run():
         L._logits_stats_kernel[(triton.cdiv(batch * k_plus_1, cfg["stats_rows"]), nc1, 2 if has else 1)](
             lg, dl if has else lg, case["temperature"], lg, ws[0], ws[1], arg, ws[2], ws[3],
-            parts[0], parts[1],
-            batch, vocab, nc1, num_parts, *lg.stride(), *sd, 1, 0, K=k_plus_1 - 1, HAS_DRAFT_LOGITS=has,
+            parts[0], parts[1], arg, arg, arg, arg, arg,  # the lazy pass's pointers (LAZY off: unread)
+            batch, vocab, nc1, num_parts, *lg.stride(), *sd, 1, 0, 0, 0, 0, 0, K=k_plus_1 - 1,
+            HAS_DRAFT_LOGITS=has,
             RAGGED=False,
             BLOCK_ROWS=cfg["stats_rows"], BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"],
             LANE_I32=L.stats_lane_i32(cfg, vocab, lg.stride(2), sd[2]), PREFETCH=cfg["stats_prefetch"],
@@ -324,6 +325,8 @@ def main() -> int:
     ]
     if os.environ.get("LOGITS_GPU_PERF_ONLY"):  # the timing sweep alone (coupling: a full run)
         steps = []
+    if os.environ.get("LOGITS_GPU_GRAPH_ONLY"):  # the CUDA-graph checks alone (with LOGITS_GPU_NO_PERF)
+        steps = steps[-2:]
     for step in steps:
         try:
             step()

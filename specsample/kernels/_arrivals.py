@@ -15,6 +15,10 @@ import torch
 
 from specsample.kernels._stream_buffers import discard_stream_buffers, stream_buffer
 
+# every persistent buffer that kernels keep zero between calls: these counters, and the lazy logits
+# statistics pass's flags and arrival counters (kernels/logits.py, stats_lazy)
+COUNTER_BUFFERS = ("arrivals", "logits_lazy_state", "logits_stats_arrivals")
+
 
 def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
     """A zeroed int32 tensor of at least `count` counters for launches on the current stream of
@@ -28,4 +32,5 @@ def discard_arrival_counters() -> None:
     harnesses that run deliberately broken kernels (the mutant catalogue's `kernel_arrival_counter_kept`
     leaves counters non-zero on purpose): without it the planted bug would leak into every later
     launch in the process and make the next mutants, or the real kernel, fail for its reason."""
-    discard_stream_buffers("arrivals")
+    for name in COUNTER_BUFFERS:
+        discard_stream_buffers(name)

@@ -31,8 +31,16 @@ do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ on
    draft rows): per chunk the max, first argmax and sum exp((l - max) / T) of the clean target logits,
    and max / sum-exp of the draft logits (classic: in programs of their own, so each program streams
    one row with one-warp reductions; H200 run 54) or the part statistics of the one-hot draw (item 3).
-   This is the one full read of the inputs. Rows past a request's ragged draft count, and the draft
-   rows of bonus positions and greedy requests, are skipped. A chunk is read as loaded and read
+   This is the one read of the inputs. Rows past a request's ragged draft count, and the draft
+   rows of bonus positions and greedy requests, are skipped. Lazy (`stats_lazy`, the default): so
+   are the rows after a request's first certain rejection, which no output depends on. The last
+   program to finish a row (b, i < K) (an arrival counter per row) combines its chunk statistics,
+   runs draft i's acceptance test with a margin (`_certain_rejection`: rejects only where the accept
+   kernel's test certainly rejects too) and marks request b; programs of later positions that find
+   the mark skip their rows. The grid is position-major, and the GPU starts programs in index order,
+   so a position's marks are mostly set before the next position's programs start. The outputs are
+   the eager pass's bit for bit (tests/kernels/test_logits_lazy.py); what it saves depends on where
+   requests reject (benchmarks/diagnostics/lazy_stats.py). A chunk is read as loaded and read
    again through the NaN / inf clean only where its sum comes out NaN (`_any_nan`; the 16-bit
    passes are bound by instructions: H200 run 134, one-hot bf16 (128, 8, 128256) 100.5 -> 94.2 µs).
 2. `_logits_accept_kernel`, grid (request blocks): combines the chunk statistics of its requests
@@ -434,7 +442,7 @@ def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, 
 
 @triton.jit
 def _stats_block(
-    row_block,  # this program's rows are row_block * BLOCK_ROWS + [0, BLOCK_ROWS)
+    row_block,  # this program's rows are row_block * BLOCK_ROWS + [0, BLOCK_ROWS) (LAZY: position-major)
     chunk,  # and its vocabulary chunk
     draft_rows,  # classic drafts: whether it reads the rows' draft logits (else their target logits)
     t_ptr,  # [B, K+1, V] fp32/bf16/fp16 target logits, strides (st_b, st_k, st_v)
@@ -448,8 +456,14 @@ def _stats_block(
     dsum_ptr,  # [B*(K+1), NC] fp32 out: draft chunk sum-exp
     gmax_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts, PART_STATS): each part's reference m_k (>= its max)
     gsum_ptr,  # [B*(K+1), NP] fp32 out (one-hot drafts, PART_STATS): the part's sum of exp((l - m_k) / T)
+    x_ptr,  # [B, K] int32/int64 draft ids, strides (sx_b, sx_k) (LAZY)
+    seed_ptr,  # [B] int64 (LAZY)
+    offset_ptr,  # [B] int64 (LAZY)
+    state_ptr,  # [B] int32 (LAZY): bit i once draft i is decided, bit LAZY_REJECTED + i if certainly rejected
+    # (kept 0 between calls: the accept kernel resets it)
+    cnt_ptr,  # [B*K] int32 (LAZY): arrivals per (request, position < K), kept 0 between calls
     B, V, NC, NP,
-    st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
+    st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
     K: tl.constexpr,
     HAS_DRAFT_LOGITS: tl.constexpr,
     RAGGED: tl.constexpr,
@@ -459,6 +473,9 @@ def _stats_block(
     LANE_I32: tl.constexpr = False,
     PREFETCH: tl.constexpr = False,
     PART_STATS: tl.constexpr = False,
+    LAZY: tl.constexpr = False,
+    NCB: tl.constexpr = 1,
+    WAIT_POLLS: tl.constexpr = 0,
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -468,15 +485,69 @@ def _stats_block(
     #   m_k = the chunk's running max after k's tile (>= max_v l_v),  s_k = sum_v exp((l_v - m_k) / T),
     # from which _pick_in_groups gets every group's mass of p without reading the row again, and the
     # screened race (_screened_race) a bound on every group's residual mass.
-    rows = row_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
-    chunk = chunk.to(tl.int64)
-    row_ok = rows < B * (K + 1)
-    b = rows // (K + 1)
-    i = rows % (K + 1)
+    # LAZY: rows after a request's first rejection are never used (the accept kernel's j is the first
+    # rejection), so a program skips its rows (b, i) once some draft f < i of b is certainly rejected
+    # (state_b's bit LAZY_REJECTED + f); the last program to arrive at (b, i < K) tests draft i
+    # (_certain_rejection) and sets state_b's bits. Rows are numbered position-major, so that every
+    # position's programs are launched after the earlier positions' (_logits_stats_kernel); with
+    # WAIT_POLLS a program of position i > 0 first polls state_b (at most WAIT_POLLS more reads)
+    # until draft i-1 is decided. The wait is bounded, so it can never deadlock: past it the program
+    # reads its rows as the eager pass would.
+    if LAZY:
+        flat = row_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+        row_ok = flat < B * (K + 1)
+        b = flat % B
+        i = flat // B
+        rows = b * (K + 1) + i
+    else:
+        rows = row_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+        row_ok = rows < B * (K + 1)
+        b = rows // (K + 1)
+        i = rows % (K + 1)
     sampled, greedy, inv_t, n = _row_params(b, row_ok, temp_ptr, s_temp, n_ptr, sn_b, K, RAGGED)
     need = (sampled | greedy) & (i <= n)
-    scale = inv_t * _LOG2E  # exp(x / T) = exp2(x * log2(e) / T)
+    d_need = sampled & (i < n)
+    if LAZY:
+        asked = row_ok & (i > 0) & tl.where(draft_rows, d_need, need)  # rows that a decision could skip
+        state = tl.load(state_ptr + b, mask=asked, other=0, volatile=True)
+        if WAIT_POLLS > 0:
+            polls = tl.program_id(0) * 0
+            waiting = asked & _lazy_undecided(state, i)
+            while (tl.max(waiting.to(tl.int32), axis=0) > 0) & (polls < WAIT_POLLS):
+                state = tl.load(state_ptr + b, mask=asked, other=0, volatile=True)
+                waiting = asked & _lazy_undecided(state, i)
+                polls += 1
+        live = ((state >> LAZY_REJECTED) & ((1 << i.to(tl.int32)) - 1)) == 0
+        need = need & live
+        d_need = d_need & live
+        todo = tl.where(draft_rows, d_need, need)
+        if tl.max(todo.to(tl.int32), axis=0) > 0:
+            _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr,
+                        d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, V, NC,
+                        NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V,
+                        TILES, LANE_I32, PREFETCH, PART_STATS)  # fmt: skip
+        if K > 0:
+            _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
+                          offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, state_ptr, cnt_ptr,
+                          V, NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K,
+                          HAS_DRAFT_LOGITS, BLOCK_ROWS, NCB)  # fmt: skip
+    else:
+        _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr, d_ptr,
+                    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, V, NC, NP,
+                    st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V, TILES,
+                    LANE_I32, PREFETCH, PART_STATS)  # fmt: skip
 
+
+@triton.jit
+def _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr, d_ptr,
+                tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, V, NC, NP,
+                st_b, st_k, st_v, sd_b, sd_k, sd_v, K: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr,
+                BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr, LANE_I32: tl.constexpr,
+                PREFETCH: tl.constexpr, PART_STATS: tl.constexpr):  # fmt: skip
+    """_stats_block's statistics of its rows (flat index `rows` = b (K+1) + i) in one chunk: target
+    rows where `need`, draft rows (draft_rows) where `d_need`."""
+    chunk = chunk.to(tl.int64)
+    scale = inv_t * _LOG2E  # exp(x / T) = exp2(x * log2(e) / T)
     any_greedy = tl.max(greedy.to(tl.int32), axis=0) > 0
     # LANE_I32 (the launcher checks V * stride < 2^31): 32-bit column offsets from a 64-bit row
     # pointer, so per-element address and bounds arithmetic is 32-bit (offline SASS at 8 warps:
@@ -497,7 +568,7 @@ def _stats_block(
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
     elif draft_rows:  # classic drafts: the draft rows (b, i < n) of sampled requests, in their own programs
         d_row = d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)
-        d_max, d_sum, _ = _chunk_stats(d_row, sampled & (i < n), first_col, lane, chunk_start, V, sd_v, scale,
+        d_max, d_sum, _ = _chunk_stats(d_row, d_need, first_col, lane, chunk_start, V, sd_v, scale,
                                        False, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
         _store_statistic(dmax_ptr + out, d_max, row_ok)
         _store_statistic(dsum_ptr + out, d_sum, row_ok)
@@ -510,6 +581,87 @@ def _stats_block(
         t_max, t_sum, t_arg = _chunk_stats(t_row, need, first_col, lane, chunk_start, V, st_v, scale,
                                            any_greedy, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
+
+
+# LAZY's state word per request: bits [0, K) drafts decided, bits [LAZY_REJECTED, LAZY_REJECTED + K)
+# drafts certainly rejected; so the lazy pass needs K <= LAZY_MAX_K (the launcher's rule)
+LAZY_MAX_K = 15
+LAZY_REJECTED: tl.constexpr = tl.constexpr(LAZY_MAX_K)
+# LAZY's test rejects only where the accept kernel's certainly does: u above p / q (or p) by this
+# factor. Both kernels compute log p, log q in float32 from the same chunk statistics, summed in
+# different orders (a few ulp of log S <= log V apart, ~1e-6 relative in the ratio): 2^-10 leaves
+# a thousandfold margin, and a test inside it only costs the rows the accept kernel may not need.
+_LAZY_MARGIN: tl.constexpr = tl.constexpr(1.0 + 2.0**-10)
+
+
+@triton.jit
+def _certain_rejection(rows, b, i, drafted, sampled, inv_t, t_ptr, d_ptr, x_ptr, seed_ptr, offset_ptr,
+                       tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, V, NC, st_b, st_k, st_v, sd_b, sd_k,
+                       sd_v, sx_b, sx_k, ss_b, so_b, K: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr,
+                       BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
+    """[R] bool: rows (b, i) `drafted` (draft i tested: i < n_b, sampled or greedy) whose draft the
+    accept kernel (_accept_block) certainly rejects, from the row's complete chunk statistics: an id
+    outside [0, V); greedy, x_i != argmax or no finite logit (exact: comparisons only); sampled,
+    u_i + 2^-25 > _LAZY_MARGIN p_i(x_i) / q_i(x_i) (one-hot: p_i(x_i)) or a draft logit of -inf."""
+    x = tl.load(x_ptr + b * sx_b + tl.minimum(i, K - 1) * sx_k, mask=drafted, other=-1).to(tl.int64)
+    ok = drafted & (x >= 0) & (x < V)
+    gather = ok & sampled
+    rk, rk_ok = rows[:, None], drafted[:, None]  # [R, 1]: _combine_stats's [requests, positions]
+    big_m, log_s, arg = _combine_stats(tmax_ptr, tsum_ptr, targ_ptr, rk, rk_ok, inv_t, NC, True, NCB)
+    big_m = tl.reshape(big_m, (BLOCK_ROWS,))
+    log_s = tl.reshape(log_s, (BLOCK_ROWS,))
+    arg = tl.reshape(arg, (BLOCK_ROWS,))
+    l_x = _clean_logits(tl.load(t_ptr + b * st_b + i * st_k + x * st_v, mask=gather, other=float("-inf")))
+    lp_x = _log_prob(l_x, big_m, log_s, inv_t)
+    seed = tl.load(seed_ptr + b * ss_b, mask=gather, other=0).to(tl.int64)
+    offset = tl.load(offset_ptr + b * so_b, mask=gather, other=0).to(tl.int64)
+    zero = b * 0
+    w0, _, _, _ = philox_words(seed, offset, i, STREAM_LOGITS_UNIFORM, zero)
+    u = uniform_from_word(w0).to(tl.float64) + UNIFORM_HALF_STEP
+    if HAS_DRAFT_LOGITS:
+        d_x = _clean_logits(tl.load(d_ptr + b * sd_b + tl.minimum(i, K - 1) * sd_k + x * sd_v, mask=gather,
+                                    other=float("-inf")))  # fmt: skip
+        big_md, log_sd, _ = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, rk_ok, inv_t, NC, False, NCB)
+        lq_x = _log_prob(d_x, tl.reshape(big_md, (BLOCK_ROWS,)), tl.reshape(log_sd, (BLOCK_ROWS,)), inv_t)
+        ratio = tl.exp(lp_x - tl.where(d_x > _NEG_INF, lq_x, 0.0))
+        reject_sampled = (d_x == _NEG_INF) | (u > ratio.to(tl.float64) * _LAZY_MARGIN)
+    else:
+        reject_sampled = u > tl.exp(lp_x).to(tl.float64) * _LAZY_MARGIN
+    reject_greedy = (x != arg) | (big_m == _NEG_INF)
+    return drafted & (~ok | tl.where(sampled, reject_sampled, reject_greedy))
+
+
+@triton.jit
+def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr, offset_ptr,
+                  tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, state_ptr, cnt_ptr, V, NC, st_b, st_k,
+                  st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K: tl.constexpr,
+                  HAS_DRAFT_LOGITS: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
+    """LAZY: count this program's arrival at its rows (b, i < K); the last of the NC chunks (x 2 with
+    draft rows) resets the counter and sets state_b's bit i (decided) and, where the row's draft is
+    certainly rejected, its bit LAZY_REJECTED + i (one atomic or)."""
+    arrive = row_ok & (i < K)
+    at = b * K + tl.minimum(i, K - 1)
+    old = tl.atomic_add(cnt_ptr + at, 1, mask=arrive, sem="acq_rel")
+    last = arrive & (old == NC * (2 if HAS_DRAFT_LOGITS else 1) - 1)
+    if tl.max(last.to(tl.int32), axis=0) > 0:
+        tl.atomic_xchg(cnt_ptr + at, 0, mask=last, sem="relaxed")
+        drafted = last & (sampled | greedy) & (i < n)
+        reject = _certain_rejection(rows, b, i, drafted, sampled, inv_t, t_ptr, d_ptr, x_ptr, seed_ptr,
+                                    offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, V, NC, st_b,
+                                    st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K, HAS_DRAFT_LOGITS,
+                                    BLOCK_ROWS, NCB)  # fmt: skip
+        i32 = i.to(tl.int32)
+        bits = (1 << i32) | (reject.to(tl.int32) << (LAZY_REJECTED + i32))
+        tl.atomic_or(state_ptr + b, bits, mask=last, sem="relaxed")
+
+
+@triton.jit
+def _lazy_undecided(state, i):
+    """Rows (b, i > 0) whose draft i-1 is not yet decided and no earlier draft certainly rejected."""
+    i32 = i.to(tl.int32)
+    decided = ((state >> tl.maximum(i32 - 1, 0)) & 1) != 0
+    rejected = ((state >> LAZY_REJECTED) & ((1 << i32) - 1)) != 0
+    return (i > 0) & ~decided & ~rejected
 
 
 @triton.jit
@@ -763,6 +915,7 @@ def _accept_block(
     valid_ptr,  # [B] bool out (sampled rows: written again by the race or the pick)
     gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (SCREEN)
     gsum_ptr,  # [B*(K+1), NP] fp32 part sums (SCREEN)
+    state_ptr,  # [B] int32 (LAZY): the stats pass's decisions (_stats_block), reset here for the next call
     B, V, NC1, NP,
     NGR,  # groups of the residual draw per row
     st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
@@ -778,6 +931,7 @@ def _accept_block(
     PARTS: tl.constexpr = 1,
     GW: tl.constexpr = 256,
     FAST_LOG: tl.constexpr = False,
+    LAZY: tl.constexpr = False,
 ):  # fmt: skip
     # log p_i(v) = (l_iv - M_i) / T - log S_i   (log q_i likewise from the draft statistics)
     # accept x_i (i < n, 0 <= x_i < V):  classic  d_i(x_i) finite and m_i < p_i(x_i) / q_i(x_i)
@@ -808,6 +962,9 @@ def _accept_block(
     u = uniform_from_word(w0).to(tl.float64) + UNIFORM_HALF_STEP  # u + 2^-25: its cell's midpoint
     if PDL:  # everything above reads the call's inputs only; the statistics are the stats kernel's
         gdc_wait()
+    if LAZY:  # the stats pass has ended: its flags are spent (rows after j, which it may have skipped,
+        # are read below but never used: j is the first rejection, and every row up to it was read)
+        tl.store(state_ptr + req, 0, mask=req_ok)
     big_m, log_s, arg = _combine_stats(tmax_ptr, tsum_ptr, targ_ptr, rk, rk_ok, inv_t, NC1, True, NCB)
     lp_x = _log_prob(l_x, big_m, log_s, inv_t[:, None])
     if HAS_DRAFT_LOGITS:
@@ -1276,9 +1433,9 @@ def _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected,
 @triton.jit
 def _logits_stats_kernel(
     t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr,  # see _stats_block
-    gmax_ptr, gsum_ptr,
+    gmax_ptr, gsum_ptr, x_ptr, seed_ptr, offset_ptr, state_ptr, cnt_ptr,
     B, V, NC, NP,
-    st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
+    st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
     K: tl.constexpr,
     HAS_DRAFT_LOGITS: tl.constexpr,
     RAGGED: tl.constexpr,
@@ -1289,24 +1446,41 @@ def _logits_stats_kernel(
     PREFETCH: tl.constexpr = False,
     PDL: tl.constexpr = False,
     PART_STATS: tl.constexpr = False,
+    LAZY: tl.constexpr = False,
+    NCB: tl.constexpr = 1,
+    WAIT_POLLS: tl.constexpr = 0,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
-    # one _stats_block each, axis 2 = 1 for the draft rows. PDL: the accept kernel (launched with
-    # programmatic stream serialization) may start once every program here has started.
+    # one _stats_block each, axis 2 = 1 for the draft rows. LAZY: the same programs on one axis,
+    # row block slowest (then chunk, then target / draft), so that the GPU, which starts programs in
+    # the order of their index, starts a position's programs after the earlier positions'. PDL: the
+    # accept kernel (launched with programmatic stream serialization) may start once every program
+    # here has started.
     if PDL:
         gdc_launch_dependents()
-    _stats_block(tl.program_id(0), tl.program_id(1), tl.program_id(2) > 0, t_ptr, d_ptr, temp_ptr, n_ptr,
-                 tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, B, V, NC, NP,
-                 st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b,
+    if LAZY:
+        SIDES: tl.constexpr = 2 if HAS_DRAFT_LOGITS else 1
+        pid = tl.program_id(0)
+        side = pid % SIDES
+        chunk = (pid // SIDES) % NC
+        row_block = pid // SIDES // NC
+    else:
+        row_block = tl.program_id(0)
+        chunk = tl.program_id(1)
+        side = tl.program_id(2)
+    _stats_block(row_block, chunk, side > 0, t_ptr, d_ptr, temp_ptr, n_ptr,
+                 tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, x_ptr, seed_ptr,
+                 offset_ptr, state_ptr, cnt_ptr, B, V, NC, NP,
+                 st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
                  K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH,
-                 PART_STATS)  # fmt: skip
+                 PART_STATS, LAZY, NCB, WAIT_POLLS)  # fmt: skip
 
 
 @triton.jit
 def _logits_accept_kernel(
     t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,  # see _accept_block
     tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, row_f_ptr, row_i_ptr,
-    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
+    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr, state_ptr,
     B, V, NC1, NP, NGR,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
     K: tl.constexpr,
@@ -1321,6 +1495,7 @@ def _logits_accept_kernel(
     PARTS: tl.constexpr = 1,
     GW: tl.constexpr = 256,
     FAST_LOG: tl.constexpr = False,
+    LAZY: tl.constexpr = False,
 ):  # fmt: skip
     # grid (request blocks): one _accept_block each. PDL: launched while the stats kernel runs, it
     # reads only the call's inputs until gdc_wait (inside _accept_block) returns; the race / pick
@@ -1328,11 +1503,11 @@ def _logits_accept_kernel(
     # classic race's ~2000 programs would then be placed beside the stats pass's last wave).
     _accept_block(tl.program_id(0), t_ptr, d_ptr, x_ptr, temp_ptr, n_ptr, seed_ptr, offset_ptr,
                   tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, row_f_ptr, row_i_ptr,
-                  tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
+                  tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr, state_ptr,
                   B, V, NC1, NP, NGR,
                   st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
                   K, KP, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, NCB, PDL, SCREEN, GB, PARTS, GW,
-                  FAST_LOG)  # fmt: skip
+                  FAST_LOG, LAZY)  # fmt: skip
     if PDL:
         gdc_launch_dependents()
 
@@ -1453,7 +1628,9 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
         rows_cap = max(1, min(1 << 16, _INTERP_TILE_ELEMENTS // block))
         cfg = {
             "stats_block": block, "stats_tiles": tiles, "race_block": block, "race_tiles": tiles,
-            "stats_rows": max(1, min(rows_cap, next_pow2(batch * k_plus_1))),
+            # at most one position's rows per program (B rounded down to a power of two), so that the
+            # lazy pass (stats_lazy) skips rows here as on the GPU: the tests and certificates run it
+            "stats_rows": max(1, min(rows_cap, 1 << (max(1, batch).bit_length() - 1))),
             "race_rows": max(1, min(rows_cap, next_pow2(batch))),
             "stats_warps": 4, "race_warps": 4, "accept_warps": 4, "pick_warps": 4, "stats_maxnreg": None,
         }  # fmt: skip
@@ -1464,6 +1641,8 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 "stats_prefetch": False,
                 "race_p_in_merge": logit_bytes <= 2,
                 "pdl": False,  # griddepcontrol is GPU-only
+                "stats_lazy": True,
+                "stats_wait_polls": 0,  # one program at a time: a poll would never see a change
             }
         )  # as on the GPU, so bf16 / fp16 tests take it
     else:
@@ -1523,6 +1702,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 # launch at the accept kernel's start instead placed its ~2000 programs beside the stats
                 # pass's last wave: classic (128, 8, 128256) +0.7 / +2.8 µs of graph time (runs 106-107).
                 "pdl": True,
+                # stats_lazy: the stats pass skips the rows after a request's first certain
+                # rejection (_stats_block, LAZY); stats_wait_polls: how long a program of a later
+                # position may wait for the earlier position's decision (state reads).
+                "stats_lazy": True,
+                "stats_wait_polls": 16,
             }
         )
     # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
@@ -1696,6 +1880,13 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         arrivals = arrival_counters(device, race_blocks)
     else:
         best, best_idx, arrivals = tmax, targ, targ
+    lazy = bool(cfg["stats_lazy"]) and 0 < num_k <= LAZY_MAX_K
+    if lazy:  # the lazy stats pass's decisions and arrival counters (persistent, kept zero)
+        state = stream_buffer(device, "logits_lazy_state", batch, torch.int32, zeroed=True)
+        stats_arrivals = stream_buffer(device, "logits_stats_arrivals", batch * num_k, torch.int32,
+                                       zeroed=True)  # fmt: skip
+    else:
+        state = stats_arrivals = targ
     if has_draft and not screen:
         gmax = gsum = tmax
         num_parts = 1
@@ -1710,7 +1901,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     later = dict(PDL=True, launch_pdl=True) if pdl else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
-                      PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen,
+                      PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
+                      NCB=min(next_pow2(nc1), 64), WAIT_POLLS=cfg["stats_wait_polls"] if lazy else 0,
                       num_warps=cfg["stats_warps"],
                       **({"maxnreg": cfg["stats_maxnreg"]} if cfg["stats_maxnreg"] else {}))  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
@@ -1730,7 +1922,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     accept_warps = cfg["accept_warps"] or (16 if screen else 1)
     accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
                        BLOCK_ROWS=accept_rows, NCB=ncb, num_warps=accept_warps, SCREEN=screen,
-                       GB=slab, PARTS=parts, GW=race_gw, FAST_LOG=cfg["fast_log"],
+                       GB=slab, PARTS=parts, GW=race_gw, FAST_LOG=cfg["fast_log"], LAZY=lazy,
                        **later)  # fmt: skip
     race_meta = dict(K=num_k, BLOCK_ROWS=race_rows,
                      BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
@@ -1746,8 +1938,13 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                          num_warps=cfg["pick_warps"], **later)  # fmt: skip
         race_grid = (cdiv(batch, pick_rows),)
     # the stats pass: target rows, and draft rows (classic) in programs of their own (axis 2)
-    grids = ((cdiv(num_rows, cfg["stats_rows"]), nc1, 2 if has_draft else 1), (accept_blocks,), race_grid)
-    plan = (key, grids, (tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum),
+    # (lazy: the same programs on one axis, _logits_stats_kernel)
+    stats_grid = (cdiv(num_rows, cfg["stats_rows"]), nc1, 2 if has_draft else 1)
+    if lazy:
+        stats_grid = (stats_grid[0] * stats_grid[1] * stats_grid[2],)
+    grids = (stats_grid, (accept_blocks,), race_grid)
+    plan = (key, grids, (tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum,
+                         state, stats_arrivals),
             (stats_meta, accept_meta, race_meta), (nc1, nc2, num_parts, num_groups))  # fmt: skip
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
@@ -1794,16 +1991,18 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
     """The three kernels' arguments before their constexprs: (stats, accept, race or pick). Absent
     inputs are stood in for by tensors the constexprs keep unread (the logits, the tokens output)."""
     tokens, num_accepted, fallback, valid = result
-    tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum = scratch
+    tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum = scratch[:12]
+    state, stats_arrivals = scratch[12:]
     batch, vocab, nc1, nc2, num_parts, num_groups, st, sd, sx, sn, s_temp, s_seed, s_offset = sizes
     has_draft = dl is not None and lg.shape[1] > 1
     d_arg = dl if has_draft else lg
     x_arg = x if lg.shape[1] > 1 else tokens
     n_arg = n if n is not None else tokens
-    stats = (lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum, gmax, gsum,
-             batch, vocab, nc1, num_parts, *st, *sd, s_temp, sn)  # fmt: skip
+    stats = (lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum, gmax, gsum, x_arg, seeds, offsets,
+             state, stats_arrivals, batch, vocab, nc1, num_parts, *st, *sd, s_temp, sn, *sx, s_seed,
+             s_offset)  # fmt: skip
     accept = (lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum, row_f,
-              row_i, tokens, num_accepted, fallback, valid, gmax, gsum, batch, vocab, nc1, num_parts,
+              row_i, tokens, num_accepted, fallback, valid, gmax, gsum, state, batch, vocab, nc1, num_parts,
               num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset)  # fmt: skip
     if has_draft:
         last = (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, tokens, fallback, valid,

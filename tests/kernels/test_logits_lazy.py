@@ -1,0 +1,183 @@
+"""The lazy statistics pass (`stats_lazy`, kernels/logits.py `_stats_block`) changes no output.
+
+With `stats_lazy` the stats programs skip the rows (b, i) of a request after a draft f < i that the
+last program of row f found certainly rejected. The accept kernel uses the statistics of rows up to
+the first rejection j only, so the outputs must equal the eager pass's (`stats_lazy=False`, which
+reads every row) bit for bit, on every row: both kernels compute the same statistics of every row
+they read and the same decisions from them. These are exact comparisons, not statistical ones.
+
+What a skipped row would hold is made visible: the statistics scratch is filled with NaN before the
+lazy call, so a row the pass skipped keeps NaN (and a skipped row the accept kernel did use would
+change tokens). The tests also assert that skipping happened (else equality would say little) and
+that no row at or before a request's emit position was skipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import specsample.kernels.logits as kl
+from specsample.kernels._launch import interpreting
+from specsample.kernels._stream_buffers import stream_buffer
+from specsample.stats import current_test_seed
+from specsample.verify.mutants import patched_module
+from tests.kernels.test_logits_cases import DEVICE, _to_device, make_batch, row_mismatch
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
+
+BATCH, NUM_K, VOCAB = 24, 3, 300
+TILINGS = {
+    # one row per program and 2 chunks per row (192 columns each), as the GPU's programs
+    "row-per-program": {"stats_rows": 1, "stats_block": 64, "stats_tiles": 3},
+    # the interpreter's default: 16 rows (B rounded down to a power of two) per program, one chunk
+    "default": {},
+}
+
+
+def _lazy_call(module, case: dict, config: dict) -> tuple:
+    """The lazy kernel's outputs (numpy) and its target chunk maxima [B, K+1, NC] after the call,
+    the scratch having been NaN before it."""
+    _chunk_maxima_buffer(case, config).fill_(float("nan"))
+    res = module.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()}, _config=config)
+    return tuple(t.cpu().numpy() for t in res), _chunk_maxima(case, config)
+
+
+def _chunk_maxima_buffer(case: dict, config: dict) -> torch.Tensor:
+    """The scratch of the target chunk maxima (allocated here at its size if it is not yet: the
+    kernel's plan then takes the same buffer) as [B, K+1, NC]."""
+    batch, k_plus_1, vocab = case["target_logits"].shape
+    cfg = kl.launch_config(batch, k_plus_1, vocab, config)
+    nc = -(-vocab // (cfg["stats_block"] * cfg["stats_tiles"]))
+    buf = stream_buffer(torch.device(DEVICE), "logits_tmax", batch * k_plus_1 * nc, torch.float32)
+    return buf[: batch * k_plus_1 * nc].view(batch, k_plus_1, nc)
+
+
+def _chunk_maxima(case: dict, config: dict) -> np.ndarray:
+    """The target chunk maxima [B, K+1, NC] the last call left in the scratch (a copy)."""
+    return _chunk_maxima_buffer(case, config).cpu().numpy().copy()
+
+
+def _eager(case: dict, config: dict) -> tuple:
+    res = kl.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()},
+                                     _config={**config, "stats_lazy": False})  # fmt: skip
+    return tuple(t.cpu().numpy() for t in res)
+
+
+def _emit_positions(case: dict, result) -> np.ndarray:
+    """[B] the last row each request's outputs depend on: its emit position num_accepted (rows of
+    invalid requests: -1, none)."""
+    temps = case["temperature"].float().numpy()
+    usable = (temps >= 0) & np.isfinite(temps)
+    return np.where(usable, result[1], -1)
+
+
+@pytest.mark.parametrize("classic", [True, False], ids=["classic", "one-hot"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("tiling", sorted(TILINGS))
+def test_lazy_stats_pass_equals_eager(tiling, dtype, classic):
+    """n = 24 requests, K = 3, V = 300, make_batch's edge cases (NaN / inf logits, rows without
+    mass, p == q drafts, invalid ids and temperatures, ragged counts; half the drafts the target
+    argmax). Asserts: lazy == eager on every row (all four outputs); no row at or before a
+    request's emit position was skipped (its statistics equal the eager pass's); under the
+    interpreter, at least 5 rows were skipped."""
+    config = {**TILINGS[tiling], "stats_lazy": True}
+    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic, dtype=dtype)
+    lazy, stats = _lazy_call(kl, case, config)
+    eager = _eager(case, config)
+    eager_stats = _chunk_maxima(case, config)
+    differ = np.flatnonzero(row_mismatch(lazy, _as_ref(eager)))
+    assert differ.size == 0, f"lazy differs from eager on rows {differ[:5]}: {lazy[0][differ[:3]]} vs " \
+                             f"{eager[0][differ[:3]]}"  # fmt: skip
+    # [B, K+1]: rows whose statistics the lazy pass did not compute (NaN: the program skipped; -inf:
+    # its block's other rows were read, this one masked out)
+    skipped = ~np.all((stats == eager_stats) | (np.isnan(stats) & np.isnan(eager_stats)), axis=2)
+    used = np.arange(NUM_K + 1)[None, :] <= _emit_positions(case, eager)[:, None]
+    assert not (skipped & used).any(), f"rows skipped yet used: {np.argwhere(skipped & used)[:5]}"
+    if interpreting():  # one program at a time: every decision is made before later positions start
+        assert skipped.sum() >= 5, f"only {skipped.sum()} rows skipped: the comparison tests little"
+
+
+def test_flags_do_not_outlive_the_call():
+    """A call whose drafts are mostly rejected early, then a call of the same shape whose drafts are
+    all accepted (greedy requests whose drafts are the target argmax): the second equals the eager
+    pass on every row (flags left from the first would skip its rows)."""
+    config = {**TILINGS["row-per-program"], "stats_lazy": True}
+    first = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
+    first["draft_token_ids"] = (first["draft_token_ids"] + 1) % VOCAB  # rarely the argmax: rejected
+    first["temperature"] = torch.zeros(BATCH)
+    second = make_batch(current_test_seed() + 1, BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
+    second["draft_token_ids"] = second["target_logits"][:, :NUM_K].argmax(-1)
+    second["temperature"] = torch.zeros(BATCH)
+    lazy_first, _ = _lazy_call(kl, first, config)
+    assert (lazy_first[1] == 0).mean() > 0.9, "the first call does not reject early"
+    lazy, _ = _lazy_call(kl, second, config)
+    assert (lazy[1] == NUM_K).all(), "greedy drafts equal to the argmax must all be accepted"
+    assert not row_mismatch(lazy, _as_ref(_eager(second, config))).any()
+
+
+PLANTED = {  # bugs the tests above must catch
+    # classic: a draft accepted by the accept kernel's test is taken for certainly rejected
+    "classic-accepted-as-rejected": (
+        True,
+        r"reject_sampled = \(d_x == _NEG_INF\) \| \(u > ratio\.to\(tl\.float64\) \* _LAZY_MARGIN\)",
+        "reject_sampled = (d_x == _NEG_INF) | (u < ratio.to(tl.float64) * _LAZY_MARGIN)",
+    ),
+    # one-hot: the same
+    "one-hot-accepted-as-rejected": (
+        False,
+        r"reject_sampled = u > tl\.exp\(lp_x\)\.to\(tl\.float64\) \* _LAZY_MARGIN",
+        "reject_sampled = u < tl.exp(lp_x).to(tl.float64) * _LAZY_MARGIN",
+    ),
+    # greedy: a draft equal to the argmax is taken for certainly rejected
+    "greedy-accepted-as-rejected": (
+        True,
+        r"reject_greedy = \(x != arg\) \| \(big_m == _NEG_INF\)",
+        "reject_greedy = (x == arg) | (big_m == _NEG_INF)",
+    ),
+}
+
+
+ON_GPU_TIMING = "on a GPU which rows are skipped depends on when programs start (a bounded wait); the " \
+                "equality above, which holds whatever is skipped, is what runs there"  # fmt: skip
+
+
+@pytest.mark.skipif(not interpreting(), reason=ON_GPU_TIMING)
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_lazy_bugs_are_caught(bug):
+    """The equality above can fail: a copy of the kernel module whose lazy pass skips rows the accept
+    kernel needs differs from the eager pass on some rows of the same kind of batch (fp32,
+    one row per program)."""
+    classic, pattern, replacement = PLANTED[bug]
+    planted = patched_module("specsample.kernels.logits", [(pattern, replacement)])
+    config = {**TILINGS["row-per-program"], "stats_lazy": True}
+    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
+    lazy, _ = _lazy_call(planted, case, config)
+    assert row_mismatch(lazy, _as_ref(_eager(case, config))).any(), f"planted bug {bug} went unnoticed"
+
+
+@pytest.mark.skipif(not interpreting(), reason=ON_GPU_TIMING)
+def test_state_kept_is_caught():
+    """A copy whose accept kernel leaves the decisions set fails the between-calls comparison."""
+    planted = patched_module("specsample.kernels.logits",
+                             [(r"tl\.store\(state_ptr \+ req, 0, mask=req_ok\)",
+                               "tl.store(state_ptr + req, 0, mask=req_ok & False)")])  # fmt: skip
+    config = {**TILINGS["row-per-program"], "stats_lazy": True}
+    first = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
+    first["draft_token_ids"] = (first["draft_token_ids"] + 1) % VOCAB
+    first["temperature"] = torch.zeros(BATCH)
+    second = dict(first, draft_token_ids=first["target_logits"][:, :NUM_K].argmax(-1))
+    try:
+        _lazy_call(planted, first, config)
+        lazy, _ = _lazy_call(planted, second, config)
+        assert row_mismatch(lazy, _as_ref(_eager(second, config))).any(), "flags kept went unnoticed"
+    finally:
+        from specsample.kernels._arrivals import discard_arrival_counters
+
+        discard_arrival_counters()
+
+
+class _as_ref:  # noqa: N801  row_mismatch's right-hand side from a kernel result tuple
+    def __init__(self, result) -> None:
+        self.tokens, self.num_accepted, self.fallback, self.valid = result
