@@ -15,6 +15,10 @@ full path's host time (zero_pause is not host-bound; warm_us may be at B = 1). D
 prefixes are what each later kernel adds to the call, overlap included; the
 statistics pass alone against read_floor.py's bare read says what the pass costs over its bytes.
 One JSON line per (case, prefix) to --out.
+
+The statistics pass is timed eager (SPECSAMPLE_LAZY_STATS=0 unless set): the lazy pass's flags are
+reset by the accept kernel, so a prefix without it would leave them set and later calls would skip
+rows (kernels/logits.py, session 31).
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="time these cases instead of the list (repeatable)")  # fmt: skip
     args = ap.parse_args(argv)
     sys.path.insert(0, REPO)
+    os.environ.setdefault("SPECSAMPLE_LAZY_STATS", "0")  # read at import (module docstring)
     import torch
 
     import specsample.kernels.logits as kernel_module

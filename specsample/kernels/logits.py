@@ -96,6 +96,7 @@ measured slower on the H200 in runs 14, 15 and 20 and are gone.)
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 import triton
@@ -141,6 +142,10 @@ _LN2: tl.constexpr = tl.constexpr(0.6931471805599453)
 _HW_LOG: tl.constexpr = tl.constexpr(not interpreting())  # lg2.approx exists on the GPU only
 _NEG_INF: tl.constexpr = tl.constexpr(float("-inf"))
 _NO_COL: tl.constexpr = tl.constexpr(1 << 30)  # above any column offset within a tile
+# SPECSAMPLE_LAZY_STATS=0 (read at import) makes the eager statistics pass the default (stats_lazy)
+_LAZY_STATS = os.environ.get("SPECSAMPLE_LAZY_STATS", "1")
+if _LAZY_STATS not in ("0", "1"):
+    raise ValueError(f"SPECSAMPLE_LAZY_STATS must be '0' or '1', got {_LAZY_STATS!r}")
 GROUP_TOKENS = 256  # tokens per group of the residual draw (the Philox index of a group is v // 256)
 _GROUP: tl.constexpr = tl.constexpr(GROUP_TOKENS)
 _INF: tl.constexpr = tl.constexpr(float("inf"))
@@ -459,8 +464,8 @@ def _stats_block(
     x_ptr,  # [B, K] int32/int64 draft ids, strides (sx_b, sx_k) (LAZY)
     seed_ptr,  # [B] int64 (LAZY)
     offset_ptr,  # [B] int64 (LAZY)
-    state_ptr,  # [B] int32 (LAZY): bit i once draft i is decided, bit LAZY_REJECTED + i if certainly rejected
-    # (kept 0 between calls: the accept kernel resets it)
+    state_ptr,  # [B] int32 (LAZY): K+1-f once draft f is certainly rejected, the earliest f (0: none; the
+    # accept kernel resets it to 0 for the next call)
     cnt_ptr,  # [B*K] int32 (LAZY): arrivals per (request, position < K), kept 0 between calls
     B, V, NC, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
@@ -475,7 +480,6 @@ def _stats_block(
     PART_STATS: tl.constexpr = False,
     LAZY: tl.constexpr = False,
     NCB: tl.constexpr = 1,
-    WAIT_POLLS: tl.constexpr = 0,
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -487,12 +491,10 @@ def _stats_block(
     # screened race (_screened_race) a bound on every group's residual mass.
     # LAZY: rows after a request's first rejection are never used (the accept kernel's j is the first
     # rejection), so a program skips its rows (b, i) once some draft f < i of b is certainly rejected
-    # (state_b's bit LAZY_REJECTED + f); the last program to arrive at (b, i < K) tests draft i
-    # (_certain_rejection) and sets state_b's bits. Rows are numbered position-major, so that every
-    # position's programs are launched after the earlier positions' (_logits_stats_kernel); with
-    # WAIT_POLLS a program of position i > 0 first polls state_b (at most WAIT_POLLS more reads)
-    # until draft i-1 is decided. The wait is bounded, so it can never deadlock: past it the program
-    # reads its rows as the eager pass would.
+    # (state_b = K+1-f > K+1-i); the last program to arrive at (b, i < K) tests draft i
+    # (_certain_rejection) and raises state_b. Rows are numbered position-major, so that every
+    # position's programs are launched after the earlier positions' (_logits_stats_kernel). Nothing
+    # waits for a decision: a program that starts before it reads its rows as the eager pass would.
     if LAZY:
         flat = row_block.to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
         row_ok = flat < B * (K + 1)
@@ -508,16 +510,10 @@ def _stats_block(
     need = (sampled | greedy) & (i <= n)
     d_need = sampled & (i < n)
     if LAZY:
-        asked = row_ok & (i > 0) & tl.where(draft_rows, d_need, need)  # rows that a decision could skip
-        state = tl.load(state_ptr + b, mask=asked, other=0, volatile=True)
-        if WAIT_POLLS > 0:
-            polls = tl.program_id(0) * 0
-            waiting = asked & _lazy_undecided(state, i)
-            while (tl.max(waiting.to(tl.int32), axis=0) > 0) & (polls < WAIT_POLLS):
-                state = tl.load(state_ptr + b, mask=asked, other=0, volatile=True)
-                waiting = asked & _lazy_undecided(state, i)
-                polls += 1
-        live = ((state >> LAZY_REJECTED) & ((1 << i.to(tl.int32)) - 1)) == 0
+        # (an L2 read; H200 run 185's variant, a volatile read of a bit-mask word, and a bounded wait
+        # for the previous position's decision, made whole calls 7-62% slower than run 184's this)
+        state = tl.load(state_ptr + b, mask=row_ok & (i > 0), other=0, cache_modifier=".cg")
+        live = state <= K + 1 - i
         need = need & live
         d_need = d_need & live
         todo = tl.where(draft_rows, d_need, need)
@@ -583,10 +579,6 @@ def _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk,
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
 
 
-# LAZY's state word per request: bits [0, K) drafts decided, bits [LAZY_REJECTED, LAZY_REJECTED + K)
-# drafts certainly rejected; so the lazy pass needs K <= LAZY_MAX_K (the launcher's rule)
-LAZY_MAX_K = 15
-LAZY_REJECTED: tl.constexpr = tl.constexpr(LAZY_MAX_K)
 # LAZY's test rejects only where the accept kernel's certainly does: u above p / q (or p) by this
 # factor. Both kernels compute log p, log q in float32 from the same chunk statistics, summed in
 # different orders (a few ulp of log S <= log V apart, ~1e-6 relative in the ratio): 2^-10 leaves
@@ -637,8 +629,8 @@ def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x
                   st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K: tl.constexpr,
                   HAS_DRAFT_LOGITS: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
     """LAZY: count this program's arrival at its rows (b, i < K); the last of the NC chunks (x 2 with
-    draft rows) resets the counter and sets state_b's bit i (decided) and, where the row's draft is
-    certainly rejected, its bit LAZY_REJECTED + i (one atomic or)."""
+    draft rows) resets the counter and, where the row's draft is certainly rejected, raises state_b
+    to K+1-i (atomic max: the earliest rejection found stays)."""
     arrive = row_ok & (i < K)
     at = b * K + tl.minimum(i, K - 1)
     old = tl.atomic_add(cnt_ptr + at, 1, mask=arrive, sem="acq_rel")
@@ -650,18 +642,7 @@ def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x
                                     offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, V, NC, st_b,
                                     st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K, HAS_DRAFT_LOGITS,
                                     BLOCK_ROWS, NCB)  # fmt: skip
-        i32 = i.to(tl.int32)
-        bits = (1 << i32) | (reject.to(tl.int32) << (LAZY_REJECTED + i32))
-        tl.atomic_or(state_ptr + b, bits, mask=last, sem="relaxed")
-
-
-@triton.jit
-def _lazy_undecided(state, i):
-    """Rows (b, i > 0) whose draft i-1 is not yet decided and no earlier draft certainly rejected."""
-    i32 = i.to(tl.int32)
-    decided = ((state >> tl.maximum(i32 - 1, 0)) & 1) != 0
-    rejected = ((state >> LAZY_REJECTED) & ((1 << i32) - 1)) != 0
-    return (i > 0) & ~decided & ~rejected
+        tl.atomic_max(state_ptr + b, (K + 1 - i).to(tl.int32), mask=reject, sem="relaxed")
 
 
 @triton.jit
@@ -1448,7 +1429,6 @@ def _logits_stats_kernel(
     PART_STATS: tl.constexpr = False,
     LAZY: tl.constexpr = False,
     NCB: tl.constexpr = 1,
-    WAIT_POLLS: tl.constexpr = 0,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows. LAZY: the same programs on one axis,
@@ -1473,7 +1453,7 @@ def _logits_stats_kernel(
                  offset_ptr, state_ptr, cnt_ptr, B, V, NC, NP,
                  st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
                  K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH,
-                 PART_STATS, LAZY, NCB, WAIT_POLLS)  # fmt: skip
+                 PART_STATS, LAZY, NCB)  # fmt: skip
 
 
 @triton.jit
@@ -1641,8 +1621,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 "stats_prefetch": False,
                 "race_p_in_merge": logit_bytes <= 2,
                 "pdl": False,  # griddepcontrol is GPU-only
-                "stats_lazy": True,
-                "stats_wait_polls": 0,  # one program at a time: a poll would never see a change
+                "stats_lazy": _LAZY_STATS == "1",
             }
         )  # as on the GPU, so bf16 / fp16 tests take it
     else:
@@ -1703,10 +1682,8 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 # pass's last wave: classic (128, 8, 128256) +0.7 / +2.8 µs of graph time (runs 106-107).
                 "pdl": True,
                 # stats_lazy: the stats pass skips the rows after a request's first certain
-                # rejection (_stats_block, LAZY); stats_wait_polls: how long a program of a later
-                # position may wait for the earlier position's decision (state reads).
-                "stats_lazy": True,
-                "stats_wait_polls": 16,
+                # rejection (_stats_block, LAZY; benchmarks/NOTES.md, session 31).
+                "stats_lazy": _LAZY_STATS == "1",
             }
         )
     # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
@@ -1880,7 +1857,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         arrivals = arrival_counters(device, race_blocks)
     else:
         best, best_idx, arrivals = tmax, targ, targ
-    lazy = bool(cfg["stats_lazy"]) and 0 < num_k <= LAZY_MAX_K
+    lazy = bool(cfg["stats_lazy"]) and num_k > 0
     if lazy:  # the lazy stats pass's decisions and arrival counters (persistent, kept zero)
         state = stream_buffer(device, "logits_lazy_state", batch, torch.int32, zeroed=True)
         stats_arrivals = stream_buffer(device, "logits_stats_arrivals", batch * num_k, torch.int32,
@@ -1902,8 +1879,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
                       PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
-                      NCB=min(next_pow2(nc1), 64), WAIT_POLLS=cfg["stats_wait_polls"] if lazy else 0,
-                      num_warps=cfg["stats_warps"],
+                      NCB=min(next_pow2(nc1), 64), num_warps=cfg["stats_warps"],
                       **({"maxnreg": cfg["stats_maxnreg"]} if cfg["stats_maxnreg"] else {}))  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large

@@ -19,14 +19,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # benchmarks/sass/kernel_sass.py compiles our kernels offline (it unsets TRITON_INTERPRET on import);
 # here the stats kernel as the GPU plan launches it at (64, 4, 151936) with fp32 logits: 512 x 8
-# one-warp tiles, 32-bit lane offsets, programmatic dependent launch, the lazy pass with its wait
-# (kernels/logits.py _plan)
+# one-warp tiles, 32-bit lane offsets, programmatic dependent launch, the lazy pass (kernels/logits.py
+# _plan)
 _STATS_PTX = r"""
 import json, sys
 sys.path.insert(0, "benchmarks/sass")
 from kernel_sass import compile_kernel
 
-flags = dict(HAS_DRAFT_LOGITS=int(sys.argv[1] == "classic"), LANE_I32=1, PDL=1, LAZY=1, NCB=64, WAIT_POLLS=16)
+flags = dict(HAS_DRAFT_LOGITS=int(sys.argv[1] == "classic"), LANE_I32=1, PDL=1, LAZY=1, NCB=64)
 print(json.dumps(compile_kernel("logits-stats", 512, 1, 1, 8, flags).asm["ptx"]))
 """
 

@@ -181,3 +181,21 @@ def test_state_kept_is_caught():
 class _as_ref:  # noqa: N801  row_mismatch's right-hand side from a kernel result tuple
     def __init__(self, result) -> None:
         self.tokens, self.num_accepted, self.fallback, self.valid = result
+
+
+@pytest.mark.parametrize(("value", "lazy"), [("0", False), ("1", True), ("yes", None)])
+def test_lazy_stats_environment_switch(value, lazy):
+    """SPECSAMPLE_LAZY_STATS, read at import, sets the default of stats_lazy ('0' or '1'; anything else
+    fails the import with the variable named)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import specsample.kernels.logits as kl; print(kl.launch_config(4, 3, 100)['stats_lazy'])"
+    env = {**os.environ, "SPECSAMPLE_LAZY_STATS": value}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    if lazy is None:
+        assert done.returncode != 0 and "SPECSAMPLE_LAZY_STATS" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == str(lazy)
