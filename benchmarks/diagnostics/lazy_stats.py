@@ -80,7 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--config", action="append", default=[], metavar="JSON",
+                    help="time these launch_config overrides instead of CONFIGS (repeatable), e.g. "
+                         '\'{"stats_lazy": true, "stats_tiles": 4}\'')  # fmt: skip
     args = ap.parse_args(argv)
+    configs = [json.loads(c) for c in args.config] or list(CONFIGS)
     from benchmarks.diagnostics.ab_device_time import timed_configuration, zero_pause_flush
     from benchmarks.floors import Case
     from benchmarks.inputs import make_inputs
@@ -96,12 +100,12 @@ def main(argv: list[str] | None = None) -> int:
                 bench = make_inputs(case, "cuda")
                 for name, x in (("bench", bench), ("all_accept", all_accept(bench))):
                     eager = kl.rejection_sample_logits(**x, _config={"stats_lazy": False})
-                    for config in CONFIGS:
+                    for config in configs:
                         row = dict(round=rnd, case=case.label, inputs=name, **config,
                                    num_accepted_mean=float(eager.num_accepted.float().mean()),
                                    **timed_configuration(lambda c=config: kl.rejection_sample_logits(**x, _config=c),
                                                          eager, timer, flush))  # fmt: skip
-                        if config["stats_lazy"] and rnd == 0:
+                        if config.get("stats_lazy", True) and rnd == 0:
                             row["rows_read"] = rows_read(x, config)
                             row["rows"] = b * (k + 1)
                         out.write(json.dumps(row) + "\n")
