@@ -510,8 +510,8 @@ def _stats_block(
     need = (sampled | greedy) & (i <= n)
     d_need = sampled & (i < n)
     if LAZY:
-        # (an L2 read; H200 run 185's variant, a volatile read of a bit-mask word, and a bounded wait
-        # for the previous position's decision, made whole calls 7-62% slower than run 184's this)
+        # one L2 read of the request's flag (H200 run 185: a volatile read of a bit-mask flag, with or
+        # without a bounded wait for the previous position's decision, was slower in most cases)
         state = tl.load(state_ptr + b, mask=row_ok & (i > 0), other=0, cache_modifier=".cg")
         live = state <= K + 1 - i
         need = need & live
