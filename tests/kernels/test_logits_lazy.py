@@ -8,8 +8,10 @@ they read and the same decisions from them. These are exact comparisons, not sta
 
 What a skipped row would hold is made visible: the statistics scratch is filled with NaN before the
 lazy call, so a row the pass skipped keeps NaN (and a skipped row the accept kernel did use would
-change tokens). The tests also assert that skipping happened (else equality would say little) and
-that no row at or before a request's emit position was skipped.
+change tokens). The tests also assert that no row at or before a request's emit position was
+skipped and, under the interpreter (one program at a time, so every decision precedes the later
+positions' programs), that skipping happened, else equality would say little; there four planted
+bugs must fail the comparison. On a GPU which rows are skipped depends on timing: the equality runs.
 """
 
 from __future__ import annotations
@@ -139,8 +141,10 @@ PLANTED = {  # bugs the tests above must catch
 }
 
 
-ON_GPU_TIMING = "on a GPU which rows are skipped depends on when programs start (a bounded wait); the " \
-                "equality above, which holds whatever is skipped, is what runs there"  # fmt: skip
+ON_GPU_TIMING = (
+    "on a GPU which rows are skipped depends on when programs start relative to the decisions; "
+    "the equality above, which holds whatever is skipped, is what runs there"
+)
 
 
 @pytest.mark.skipif(not interpreting(), reason=ON_GPU_TIMING)
