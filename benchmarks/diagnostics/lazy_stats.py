@@ -15,7 +15,8 @@ The configurations (CONFIGS: eager and lazy) are timed in each round with the ha
 their outputs compared (`equal_to_default`: against eager, which must hold bit for bit). For
 each lazy configuration the script also counts the target rows the pass read (`rows_read`, of B (K+1)): the
 statistics scratch is set to NaN before one call and a row whose chunks all stay NaN was skipped.
-One JSON line per (round, case, input, configuration).
+One JSON line per (round, case, input, configuration); `--tree DIR` times DIR's specsample instead
+of this checkout's (the harness is always this checkout's), e.g. a copy with a timing-only patch.
 """
 
 from __future__ import annotations
@@ -80,11 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--tree", help="directory holding the specsample package (default: this checkout)")
     ap.add_argument("--config", action="append", default=[], metavar="JSON",
                     help="time these launch_config overrides instead of CONFIGS (repeatable), e.g. "
                          '\'{"stats_lazy": true, "stats_tiles": 4}\'')  # fmt: skip
     args = ap.parse_args(argv)
     configs = [json.loads(c) for c in args.config] or list(CONFIGS)
+    if args.tree:  # another specsample tree (e.g. a patched copy: `git archive HEAD specsample | tar -x -C DIR`)
+        sys.path.insert(0, os.path.abspath(args.tree))
     from benchmarks.diagnostics.ab_device_time import timed_configuration, zero_pause_flush
     from benchmarks.floors import Case
     from benchmarks.inputs import make_inputs
