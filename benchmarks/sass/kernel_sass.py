@@ -6,7 +6,7 @@ claim still comes from the H200.
                                                [--flag NAME=VALUE ...]
     python benchmarks/sass/kernel_sass.py race [--block-v 2048] [--warps 4]
     python benchmarks/sass/kernel_sass.py chain --block-v 512 --warps 1 --tiles 8 --stages 2 \
-        --flag CHUNKS_POW2=64 --maxnreg 96        # the chain's wide grid at V = 151936 (session 13)
+        --flag EMIT_LANES=64 --maxnreg 96        # the chain's wide grid at V = 151936 (session 13)
 
 chain: `_chain_kernel`, fp32 p and q, unit vocabulary stride, K = 4, classic drafts, its pipelined
 copies given the L2 evict-first policy as the launcher compiles them (`--flag EVICT_FIRST_COPIES=0`:
@@ -82,7 +82,7 @@ def compile_kernel(
                      KP1_POW2=8, NUM_STAGES=stages, LANE_I64=False,
                      # the launcher's rule (chain._plan): spans per row in the emit's first tile where a
                      # program streams several chunks (32: (128, 8, 128256)), else chunks (256: V = 128256)
-                     CHUNKS_POW2=32 if tiles > 1 else 256,
+                     EMIT_LANES=32 if tiles > 1 else 256,
                      TILES_POW2=max(32, next_pow2(tiles)) if tiles > 1 else 0,
                      EVICT_FIRST_COPIES=_copy_policy.variant(), sp_v=1, sq_v=1)  # fmt: skip
     elif kernel_name == "race":

@@ -201,7 +201,7 @@ def _emit_rows(
     rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks, tiles_per_program,
     sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
     K: tl.constexpr, HAS_DRAFT_PROBS: tl.constexpr, SEEDED: tl.constexpr,
-    BLOCK_V: tl.constexpr, CHUNKS_POW2: tl.constexpr, TILES_POW2: tl.constexpr,
+    BLOCK_V: tl.constexpr, EMIT_LANES: tl.constexpr, TILES_POW2: tl.constexpr,
 ):  # fmt: skip
     """Outputs of a row block once every partial (BLOCK_V columns each) of it is written.
 
@@ -210,7 +210,7 @@ def _emit_rows(
     r_v > 0 (u_K + 2^-25: the midpoint of a 2^-24-grid uniform's cell, reference.chain.UNIFORM_HALF_STEP)
     first the chunk, then the token inside that one chunk (re-read). The partials are prefixes within
     each program's span of T = tiles_per_program chunks (_stream_chunks). TILES_POW2 > 0 (T > 1): the
-    span first, by a prefix over the spans' totals ([1, CHUNKS_POW2], one per program), then the
+    span first, by a prefix over the spans' totals ([1, EMIT_LANES], one per program), then the
     chunk inside it from that span's prefixes ([1, TILES_POW2], loaded once the span is known), with
     no scan over all chunks: on one warp that scan and its four reductions over [1, 256-512] float64
     took 1.1-3.8 us (run 178), one more L2 round trip takes less (run 179: 0.4-2.1 us faster in
@@ -219,7 +219,7 @@ def _emit_rows(
     rejected = a < n
     row_part = partial_ptr + rows[:, None] * (num_chunks * 2)
     if TILES_POW2 > 0:
-        span_ix = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]  # CHUNKS_POW2: spans per row here
+        span_ix = tl.arange(0, EMIT_LANES).to(tl.int64)[None, :]  # a lane per span here
         span_ok = row_ok[:, None] & (span_ix * tiles_per_program < num_chunks)
         span_end = tl.minimum(span_ix * tiles_per_program + tiles_per_program - 1, num_chunks - 1)
         span_r = tl.load(row_part + span_end * 2, mask=span_ok, other=0.0)  # the spans' totals
@@ -229,7 +229,7 @@ def _emit_rows(
         span_cum = tl.cumsum(span_sel, axis=1)
         total = tl.max(span_cum, axis=1)
     else:
-        c = tl.arange(0, CHUNKS_POW2).to(tl.int64)[None, :]
+        c = tl.arange(0, EMIT_LANES).to(tl.int64)[None, :]
         c_ok = row_ok[:, None] & (c < num_chunks)
         part_r = tl.load(row_part + c * 2, mask=c_ok, other=0.0)
         part_p = tl.load(row_part + c * 2 + 1, mask=c_ok, other=0.0)
@@ -243,9 +243,9 @@ def _emit_rows(
     if TILES_POW2 > 0:
         # the first span with mass whose prefix passes the target (else the last span with mass)
         span_hit = span_ok & (span_sel > 0.0) & (span_cum > target[:, None])
-        first_span = tl.min(tl.where(span_hit, span_ix, CHUNKS_POW2), axis=1)
+        first_span = tl.min(tl.where(span_hit, span_ix, EMIT_LANES), axis=1)
         last_span = tl.max(tl.where(span_ok & (span_sel > 0.0), span_ix, 0), axis=1)
-        span = tl.where(first_span < CHUNKS_POW2, first_span, last_span)
+        span = tl.where(first_span < EMIT_LANES, first_span, last_span)
         span_before = tl.sum(tl.where(span_ix == (span - 1)[:, None], span_cum, 0.0), axis=1)
         span_total = tl.sum(tl.where(span_ix == span[:, None], span_sel, 0.0), axis=1)
         # inside it, its chunks' prefixes w (loaded now: non-decreasing, and so is span_before + w)
@@ -265,8 +265,8 @@ def _emit_rows(
         before = span_before + tl.max(tl.where(c_ok & (reached <= target[:, None]), sel, 0.0), axis=1)
     else:
         crossing = c_ok & (sel > 0.0) & (cum > target[:, None])
-        first_chunk = tl.min(tl.where(crossing, c, CHUNKS_POW2), axis=1)
-        found = first_chunk < CHUNKS_POW2
+        first_chunk = tl.min(tl.where(crossing, c, EMIT_LANES), axis=1)
+        found = first_chunk < EMIT_LANES
         last_chunk = tl.max(tl.where(c_ok & (sel > 0.0), c, -1), axis=1)
         chunk = tl.where(found, first_chunk, tl.maximum(last_chunk, 0))
         before = tl.sum(tl.where(c == (chunk - 1)[:, None], cum, 0.0), axis=1)
@@ -316,7 +316,7 @@ def _chain_kernel(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
     KP1_POW2: tl.constexpr,
-    CHUNKS_POW2: tl.constexpr,
+    EMIT_LANES: tl.constexpr,  # the emit's first tile: a lane per chunk (T = 1) or per span (_plan)
     TILES_POW2: tl.constexpr,  # next_pow2(tiles_per_program), 0 when that is 1 (_emit_rows)
     NUM_STAGES: tl.constexpr,
     LANE_I64: tl.constexpr,
@@ -379,7 +379,7 @@ def _chain_kernel(
         _emit_rows(p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr,
                    valid_ptr, rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks, tiles_per_program,
                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
-                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, CHUNKS_POW2, TILES_POW2)  # fmt: skip
+                   K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, EMIT_LANES, TILES_POW2)  # fmt: skip
         tl.atomic_xchg(arrivals_ptr + pid_rows, 0)  # ready for the next call / graph replay
 
 
@@ -593,7 +593,7 @@ def _plan(batch: int, k_plus_1: int, vocab: int, has_q: bool, ragged: bool, seed
     meta = dict(
         K=k_plus_1 - 1, HAS_DRAFT_PROBS=has_q, RAGGED=ragged, SEEDED=seeded,
         BLOCK_ROWS=cfg.block_rows, BLOCK_V=cfg.block_v, KP1_POW2=next_pow2(k_plus_1),
-        CHUNKS_POW2=first_tile, TILES_POW2=max(32, next_pow2(cfg.tiles)) if cfg.tiles > 1 else 0,
+        EMIT_LANES=first_tile, TILES_POW2=max(32, next_pow2(cfg.tiles)) if cfg.tiles > 1 else 0,
         NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
         LANE_I64=wide_lanes, EVICT_FIRST_COPIES=_copy_policy.variant(),
     )  # fmt: skip

@@ -24,7 +24,7 @@ SPAN_MUTANTS = {
         (r"tl\.store\(part, run_r, mask=part_ok\)", "tl.store(part, tl.sum(r, axis=1), mask=part_ok)"),
     ],
     "the last span with mass, always": [
-        (r"span = tl\.where\(first_span < CHUNKS_POW2, first_span, last_span\)", "span = last_span"),
+        (r"span = tl\.where\(first_span < EMIT_LANES, first_span, last_span\)", "span = last_span"),
     ],
     "chunk crossing without the earlier spans' mass": [
         (r"reached = span_before\[:, None\] \+ sel", "reached = sel"),

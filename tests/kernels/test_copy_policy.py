@@ -232,7 +232,7 @@ from kernel_sass import compile_kernel
 
 from specsample.kernels._copy_policy import variant
 
-ptx = compile_kernel("chain", 512, 1, 3, 16, dict(CHUNKS_POW2=512, EVICT_FIRST_COPIES=variant())).asm["ptx"]
+ptx = compile_kernel("chain", 512, 1, 3, 16, dict(EMIT_LANES=512, EVICT_FIRST_COPIES=variant())).asm["ptx"]
 print(json.dumps(ptx))
 """
 

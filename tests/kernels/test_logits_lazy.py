@@ -23,6 +23,7 @@ import torch
 import specsample.kernels.logits as kl
 from specsample.kernels._launch import interpreting
 from specsample.kernels._stream_buffers import stream_buffer
+from specsample.kernels.result import SampleResult
 from specsample.stats import current_test_seed
 from specsample.verify.mutants import patched_module
 from tests.kernels.test_logits_cases import DEVICE, _to_device, make_batch, row_mismatch
@@ -89,7 +90,7 @@ def test_lazy_stats_pass_equals_eager(tiling, dtype, classic):
     lazy, stats = _lazy_call(kl, case, config)
     eager = _eager(case, config)
     eager_stats = _chunk_maxima(case, config)
-    differ = np.flatnonzero(row_mismatch(lazy, _as_ref(eager)))
+    differ = np.flatnonzero(row_mismatch(lazy, SampleResult(*eager)))
     assert differ.size == 0, f"lazy differs from eager on rows {differ[:5]}: {lazy[0][differ[:3]]} vs " \
                              f"{eager[0][differ[:3]]}"  # fmt: skip
     # [B, K+1]: rows whose statistics the lazy pass did not compute (NaN: the program skipped; -inf:
@@ -101,14 +102,21 @@ def test_lazy_stats_pass_equals_eager(tiling, dtype, classic):
         assert skipped.sum() >= 5, f"only {skipped.sum()} rows skipped: the comparison tests little"
 
 
+def _greedy_rejecting_batch() -> dict:
+    """Greedy requests whose drafts are rarely the target argmax (make_batch's argmax drafts shifted
+    by one token), so that most reject draft 0: a call that sets many flags."""
+    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
+    case["draft_token_ids"] = (case["draft_token_ids"] + 1) % VOCAB
+    case["temperature"] = torch.zeros(BATCH)
+    return case
+
+
 def test_flags_do_not_outlive_the_call():
     """A call whose drafts are mostly rejected early, then a call of the same shape whose drafts are
     all accepted (greedy requests whose drafts are the target argmax): the second equals the eager
     pass on every row (flags left from the first would skip its rows)."""
     config = {**TILINGS["row-per-program"], "stats_lazy": True}
-    first = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
-    first["draft_token_ids"] = (first["draft_token_ids"] + 1) % VOCAB  # rarely the argmax: rejected
-    first["temperature"] = torch.zeros(BATCH)
+    first = _greedy_rejecting_batch()
     second = make_batch(current_test_seed() + 1, BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
     second["draft_token_ids"] = second["target_logits"][:, :NUM_K].argmax(-1)
     second["temperature"] = torch.zeros(BATCH)
@@ -116,7 +124,7 @@ def test_flags_do_not_outlive_the_call():
     assert (lazy_first[1] == 0).mean() > 0.9, "the first call does not reject early"
     lazy, _ = _lazy_call(kl, second, config)
     assert (lazy[1] == NUM_K).all(), "greedy drafts equal to the argmax must all be accepted"
-    assert not row_mismatch(lazy, _as_ref(_eager(second, config))).any()
+    assert not row_mismatch(lazy, SampleResult(*_eager(second, config))).any()
 
 
 PLANTED = {  # bugs the tests above must catch
@@ -158,7 +166,7 @@ def test_planted_lazy_bugs_are_caught(bug):
     config = {**TILINGS["row-per-program"], "stats_lazy": True}
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
     lazy, _ = _lazy_call(planted, case, config)
-    assert row_mismatch(lazy, _as_ref(_eager(case, config))).any(), f"planted bug {bug} went unnoticed"
+    assert row_mismatch(lazy, SampleResult(*_eager(case, config))).any(), f"planted bug {bug} went unnoticed"
 
 
 @pytest.mark.skipif(not interpreting(), reason=ON_GPU_TIMING)
@@ -168,23 +176,16 @@ def test_state_kept_is_caught():
                              [(r"tl\.store\(state_ptr \+ req, 0, mask=req_ok\)",
                                "tl.store(state_ptr + req, 0, mask=req_ok & False)")])  # fmt: skip
     config = {**TILINGS["row-per-program"], "stats_lazy": True}
-    first = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
-    first["draft_token_ids"] = (first["draft_token_ids"] + 1) % VOCAB
-    first["temperature"] = torch.zeros(BATCH)
+    first = _greedy_rejecting_batch()
     second = dict(first, draft_token_ids=first["target_logits"][:, :NUM_K].argmax(-1))
     try:
         _lazy_call(planted, first, config)
         lazy, _ = _lazy_call(planted, second, config)
-        assert row_mismatch(lazy, _as_ref(_eager(second, config))).any(), "flags kept went unnoticed"
+        assert row_mismatch(lazy, SampleResult(*_eager(second, config))).any(), "flags kept went unnoticed"
     finally:
         from specsample.kernels._arrivals import discard_arrival_counters
 
         discard_arrival_counters()
-
-
-class _as_ref:  # noqa: N801  row_mismatch's right-hand side from a kernel result tuple
-    def __init__(self, result) -> None:
-        self.tokens, self.num_accepted, self.fallback, self.valid = result
 
 
 @pytest.mark.parametrize(("value", "lazy"), [("0", False), ("1", True), ("yes", None)])
