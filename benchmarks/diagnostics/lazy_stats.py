@@ -16,7 +16,8 @@ their outputs compared (`equal_to_default`: against eager, which must hold bit f
 each lazy configuration the script also counts the target rows the pass read (`rows_read`, of B (K+1)): the
 statistics scratch is set to NaN before one call and a row whose chunks all stay NaN was skipped.
 One JSON line per (round, case, input, configuration); `--tree DIR` times DIR's specsample instead
-of this checkout's (the harness is always this checkout's), e.g. a copy with a timing-only patch.
+of this checkout's (the harness is always this checkout's), e.g. a copy with a timing-only patch;
+`--cases` keeps the cases whose label holds one of its comma-separated substrings.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tree", help="directory holding the specsample package (default: this checkout)")
+    ap.add_argument("--cases", default="", help="comma-separated substrings: time only the cases whose label "
+                    "holds one (default: all eight)")
     ap.add_argument("--config", action="append", default=[], metavar="JSON",
                     help="time these launch_config overrides instead of CONFIGS (repeatable), e.g. "
                          '\'{"stats_lazy": true, "stats_tiles": 4}\'')  # fmt: skip
@@ -101,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         for rnd in range(args.rounds):
             for kernel, b, k, v, dtype in CASES:
                 case = Case(kernel, b, k, v, dtype)
+                if args.cases and not any(c in case.label for c in args.cases.split(",")):
+                    continue
                 bench = make_inputs(case, "cuda")
                 for name, x in (("bench", bench), ("all_accept", all_accept(bench))):
                     eager = kl.rejection_sample_logits(**x, _config={"stats_lazy": False})
@@ -113,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                             row["rows_read"] = rows_read(x, config)
                             row["rows"] = b * (k + 1)
                         out.write(json.dumps(row) + "\n")
+                        out.flush()
                         print(json.dumps(row), flush=True)
     return 0
 
