@@ -322,6 +322,22 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "through the NaN / inf clean, so NaN and +inf logits reach the statistics",
         [(r"return tl\.max\(bad, axis=0\) > 0", "return tl.max(bad, axis=0) > 1")],
     ),
+    (
+        "kernel_logits_lazy_accepted_as_rejected",
+        _LOGITS,
+        "rejection_sample_logits kernel: the lazy statistics pass takes drafts the accept kernel accepts "
+        "for certainly rejected, so it skips rows (after them) that the accept kernel then uses",
+        [
+            (
+                r"reject_sampled = \(d_x == _NEG_INF\) \| \(u > ratio\.to\(tl\.float64\) \* _LAZY_MARGIN\)",
+                "reject_sampled = (d_x == _NEG_INF) | (u < ratio.to(tl.float64) * _LAZY_MARGIN)",
+            ),
+            (
+                r"reject_sampled = u > tl\.exp\(lp_x\)\.to\(tl\.float64\) \* _LAZY_MARGIN",
+                "reject_sampled = u < tl.exp(lp_x).to(tl.float64) * _LAZY_MARGIN",
+            ),
+        ],
+    ),
 ]
 
 

@@ -40,6 +40,7 @@ def test_catalogue_has_the_required_bugs():
         "greedy_at_T1",
         "nan_logits_out_of_vocab",
         "kernel_logits_nan_not_cleaned",
+        "kernel_logits_lazy_accepted_as_rejected",
         "bonus_wrong_position",
         "gumbel_tile_tail",
     }
