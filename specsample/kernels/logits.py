@@ -604,7 +604,6 @@ def _certain_rejection(rows, b, i, drafted, sampled, inv_t, t_ptr, d_ptr, x_ptr,
     log_s = tl.reshape(log_s, (BLOCK_ROWS,))
     arg = tl.reshape(arg, (BLOCK_ROWS,))
     l_x = _clean_logits(tl.load(t_ptr + b * st_b + i * st_k + x * st_v, mask=gather, other=float("-inf")))
-    lp_x = _log_prob(l_x, big_m, log_s, inv_t)
     seed = tl.load(seed_ptr + b * ss_b, mask=gather, other=0).to(tl.int64)
     offset = tl.load(offset_ptr + b * so_b, mask=gather, other=0).to(tl.int64)
     zero = b * 0
@@ -614,11 +613,12 @@ def _certain_rejection(rows, b, i, drafted, sampled, inv_t, t_ptr, d_ptr, x_ptr,
         d_x = _clean_logits(tl.load(d_ptr + b * sd_b + tl.minimum(i, K - 1) * sd_k + x * sd_v, mask=gather,
                                     other=float("-inf")))  # fmt: skip
         big_md, log_sd, _ = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, rk_ok, inv_t, NC, False, NCB)
-        lq_x = _log_prob(d_x, tl.reshape(big_md, (BLOCK_ROWS,)), tl.reshape(log_sd, (BLOCK_ROWS,)), inv_t)
-        ratio = tl.exp(lp_x - tl.where(d_x > _NEG_INF, lq_x, 0.0))
-        reject_sampled = (d_x == _NEG_INF) | (u > ratio.to(tl.float64) * _LAZY_MARGIN)
+        ratio = _acceptance_ratio(l_x, big_m, log_s, d_x, tl.reshape(big_md, (BLOCK_ROWS,)),
+                                  tl.reshape(log_sd, (BLOCK_ROWS,)), inv_t, True)  # fmt: skip
+        reject_sampled = (d_x == _NEG_INF) | (u > ratio * _LAZY_MARGIN)
     else:
-        reject_sampled = u > tl.exp(lp_x).to(tl.float64) * _LAZY_MARGIN
+        p_x = _acceptance_ratio(l_x, big_m, log_s, l_x, big_m, log_s, inv_t, False)
+        reject_sampled = u > p_x * _LAZY_MARGIN
     reject_greedy = (x != arg) | (big_m == _NEG_INF)
     return drafted & (~ok | tl.where(sampled, reject_sampled, reject_greedy))
 
@@ -779,6 +779,20 @@ def _log_prob(l, big_m, log_s, inv_t):
     shift = tl.where(big_m == _NEG_INF, 0.0, big_m)
     norm = tl.where(log_s == _NEG_INF, 0.0, log_s)
     return tl.where(l == _NEG_INF, _NEG_INF, (l - shift) * inv_t - norm)
+
+
+@triton.jit
+def _acceptance_ratio(l_x, big_m, log_s, d_x, big_md, log_sd, inv_t, HAS_DRAFT_LOGITS: tl.constexpr):
+    """float64 p(x) / q(x) (one-hot drafts: p(x)) from the rows' statistics: what a draft's uniform is
+    compared with, by the accept kernel (_accept_block) and the lazy pass (_certain_rejection) alike.
+    Classic drafts with q(x) = 0 (d_x = -inf) are rejected by the callers, whatever this returns."""
+    lp_x = _log_prob(l_x, big_m, log_s, inv_t)
+    if HAS_DRAFT_LOGITS:
+        lq_x = _log_prob(d_x, big_md, log_sd, inv_t)
+        ratio = tl.exp(lp_x - tl.where(d_x > _NEG_INF, lq_x, 0.0))
+    else:
+        ratio = tl.exp(lp_x)
+    return ratio.to(tl.float64)
 
 
 @triton.jit
@@ -947,15 +961,13 @@ def _accept_block(
         # are read below but never used: j is the first rejection, and every row up to it was read)
         tl.store(state_ptr + req, 0, mask=req_ok)
     big_m, log_s, arg = _combine_stats(tmax_ptr, tsum_ptr, targ_ptr, rk, rk_ok, inv_t, NC1, True, NCB)
-    lp_x = _log_prob(l_x, big_m, log_s, inv_t[:, None])
     if HAS_DRAFT_LOGITS:
         big_md, log_sd, unused_arg = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, drafted, inv_t, NC1,
                                                     False, NCB)  # fmt: skip
-        lq_x = _log_prob(d_x, big_md, log_sd, inv_t[:, None])
-        ratio = tl.exp(lp_x - tl.where(d_x > _NEG_INF, lq_x, 0.0))
-        accept_sampled = (d_x > _NEG_INF) & (u < ratio.to(tl.float64))
+        ratio = _acceptance_ratio(l_x, big_m, log_s, d_x, big_md, log_sd, inv_t[:, None], True)
+        accept_sampled = (d_x > _NEG_INF) & (u < ratio)
     else:
-        accept_sampled = u < tl.exp(lp_x).to(tl.float64)
+        accept_sampled = u < _acceptance_ratio(l_x, big_m, log_s, l_x, big_m, log_s, inv_t[:, None], False)
     accept_greedy = (x == arg) & (big_m > _NEG_INF)
     accept = ok & tl.where(sampled[:, None], accept_sampled, accept_greedy)
     j = tl.min(tl.where(drafted & ~accept, pos, K + 1), axis=1)

@@ -329,12 +329,12 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "for certainly rejected, so it skips rows (after them) that the accept kernel then uses",
         [
             (
-                r"reject_sampled = \(d_x == _NEG_INF\) \| \(u > ratio\.to\(tl\.float64\) \* _LAZY_MARGIN\)",
-                "reject_sampled = (d_x == _NEG_INF) | (u < ratio.to(tl.float64) * _LAZY_MARGIN)",
+                r"reject_sampled = \(d_x == _NEG_INF\) \| \(u > ratio \* _LAZY_MARGIN\)",
+                "reject_sampled = (d_x == _NEG_INF) | (u < ratio * _LAZY_MARGIN)",
             ),
             (
-                r"reject_sampled = u > tl\.exp\(lp_x\)\.to\(tl\.float64\) \* _LAZY_MARGIN",
-                "reject_sampled = u < tl.exp(lp_x).to(tl.float64) * _LAZY_MARGIN",
+                r"reject_sampled = u > p_x \* _LAZY_MARGIN",
+                "reject_sampled = u < p_x * _LAZY_MARGIN",
             ),
         ],
     ),
