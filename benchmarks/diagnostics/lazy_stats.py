@@ -17,7 +17,8 @@ each lazy configuration the script also counts the target rows the pass read (`r
 statistics scratch is set to NaN before one call and a row whose chunks all stay NaN was skipped.
 One JSON line per (round, case, input, configuration); `--tree DIR` times DIR's specsample instead
 of this checkout's (the harness is always this checkout's), e.g. a copy with a timing-only patch;
-`--cases` keeps the cases whose label holds one of its comma-separated substrings.
+`--cases` keeps the cases whose label holds one of its comma-separated substrings; `--case` times other
+shapes instead of the eight.
 """
 
 from __future__ import annotations
@@ -78,19 +79,37 @@ def rows_read(x: dict, config: dict) -> int:
     return int((~torch.isnan(stats).all(dim=1)).sum())
 
 
+def _parse_case(text: str) -> tuple:
+    """'KERNEL,B,K,V,DTYPE' as a CASES entry."""
+    kernel, b, k, v, dtype = text.split(",")
+    if kernel not in ("logits", "logits_onehot") or dtype not in ("float32", "bfloat16", "float16"):
+        raise SystemExit(
+            f"--case {text!r}: KERNEL logits or logits_onehot, DTYPE float32, bfloat16 or float16"
+        )
+    return kernel, int(b), int(k), int(v), dtype
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tree", help="directory holding the specsample package (default: this checkout)")
-    ap.add_argument("--cases", default="", help="comma-separated substrings: time only the cases whose label "
-                    "holds one (default: all eight)")
+    ap.add_argument(
+        "--cases",
+        default="",
+        help="comma-separated substrings: time only the cases whose label holds one (default: all eight)",
+    )
+    ap.add_argument("--case", action="append", default=[], metavar="KERNEL,B,K,V,DTYPE",
+                    help="time these cases instead of issue 6's eight (repeatable), e.g. "
+                         "logits_onehot,16,4,128256,bfloat16")  # fmt: skip
     ap.add_argument("--config", action="append", default=[], metavar="JSON",
                     help="time these launch_config overrides instead of CONFIGS (repeatable), e.g. "
                          '\'{"stats_lazy": true, "stats_tiles": 4}\'')  # fmt: skip
     args = ap.parse_args(argv)
     configs = [json.loads(c) for c in args.config] or list(CONFIGS)
-    if args.tree:  # another specsample tree (e.g. a patched copy: `git archive HEAD specsample | tar -x -C DIR`)
+    cases = [_parse_case(c) for c in args.case] or list(CASES)
+    # another specsample tree (e.g. a patched copy: `git archive HEAD specsample | tar -x -C DIR`)
+    if args.tree:
         sys.path.insert(0, os.path.abspath(args.tree))
     from benchmarks.diagnostics.ab_device_time import timed_configuration, zero_pause_flush
     from benchmarks.floors import Case
@@ -102,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     flush = zero_pause_flush()
     with open(args.out, "a") as out:
         for rnd in range(args.rounds):
-            for kernel, b, k, v, dtype in CASES:
+            for kernel, b, k, v, dtype in cases:
                 case = Case(kernel, b, k, v, dtype)
                 if args.cases and not any(c in case.label for c in args.cases.split(",")):
                     continue
