@@ -12,7 +12,7 @@ one warp. `--configs tilings` (run 146) times eight (chunk, warps) tilings at B 
 `batches` four warps over 1024 columns against two over 512 from B = 1 to 32 (run 147 timed them
 with and without speculative row loads, since dropped: the patch and the script it ran are in
 benchmarks/results/runs/2026-12-01-run147-chain-speculative-rows/); `b1` the same two at B = 1 only
-(run 149). A chain tiling changes only the float64 summation order, so outputs differ from the
+(run 149); `b1_spans` programs of 1-8 chunks at B = 1 (run 196). A chain tiling changes only the float64 summation order, so outputs differ from the
 default's only where a uniform sits within rounding of a CDF boundary.
 
 fast_sample (`--configs fast_sample`): at (1, 151936) the launcher takes one-warp programs over one
@@ -44,6 +44,10 @@ CONFIGS = {
     "tilings": [(1024, 4), (1024, 2), (1024, 1), (512, 1), (512, 2), (2048, 4), (2048, 8), (256, 1)],
     "batches": [(1024, 4), (512, 2)],
     "b1": [(1024, 4), (512, 2)],
+    # (block_v, num_warps, chunks per program): spans of several chunks, whose emit locates its chunk
+    # by span (session 30) where one chunk per program scans every chunk sum (run 196)
+    "b1_spans": [(512, 2, 1), (512, 1, 2), (512, 1, 4), (512, 1, 8), (512, 2, 2), (256, 1, 2), (256, 1, 4),
+                 (1024, 4, 1)],
     "fast_sample": [(1024, 1, 1), (1024, 1, 2), (1024, 1, 4), (512, 1, 2), (512, 1, 4), (1024, 2, 1),
                     (1024, 2, 2)],
 }  # fmt: skip
@@ -58,6 +62,8 @@ CASES = {
                 ("chain", 16, 4, 32000, "float32"), ("chain", 32, 4, 32000, "float32")],
     "b1": [("chain", 1, 4, 32000, "float32"), ("chain", 1, 4, 32000, "bfloat16"),
            ("chain_onehot", 1, 4, 32000, "float32")],
+    "b1_spans": [("chain", 1, 4, 32000, "float32"), ("chain", 1, 4, 32000, "bfloat16"),
+                 ("chain_onehot", 1, 4, 32000, "float32")],
     "fast_sample": [("fast_sample", 1, 0, 151936, "float32"), ("fast_sample", 1, 0, 151936, "bfloat16"),
                     ("fast_sample", 2, 0, 151936, "float32"), ("fast_sample", 1, 0, 128256, "float32")],
 }  # fmt: skip
@@ -69,9 +75,9 @@ def chain_calls(x: dict, configs: list):
 
     p, ids, q, u = x["target_probs"], x["draft_token_ids"], x.get("draft_probs"), x["uniforms"]
     calls = []
-    for block_v, warps in configs:
-        cfg = dict(block_v=block_v, num_warps=warps, tiles=1)
-        calls.append((dict(block_v=block_v, num_warps=warps),
+    for block_v, warps, *tiles in configs:  # tiles: chunks per program (one unless given)
+        cfg = dict(block_v=block_v, num_warps=warps, tiles=tiles[0] if tiles else 1)
+        calls.append((dict(block_v=block_v, num_warps=warps, tiles=cfg["tiles"]),
                       lambda c=cfg: chain._launch(p, ids, q, None, u, None, None, **c)))  # fmt: skip
     return calls, chain._launch(p, ids, q, None, u, None, None)
 
