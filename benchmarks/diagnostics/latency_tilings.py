@@ -12,8 +12,9 @@ one warp. `--configs tilings` (run 146) times eight (chunk, warps) tilings at B 
 `batches` four warps over 1024 columns against two over 512 from B = 1 to 32 (run 147 timed them
 with and without speculative row loads, since dropped: the patch and the script it ran are in
 benchmarks/results/runs/2026-12-01-run147-chain-speculative-rows/); `b1` the same two at B = 1 only
-(run 149); `b1_spans` programs of 1-8 chunks at B = 1 (run 196). A chain tiling changes only the float64 summation order, so outputs differ from the
-default's only where a uniform sits within rounding of a CDF boundary.
+(run 149); `b1_spans` programs of 1-8 chunks at B = 1 (run 196). A chain tiling changes only the
+float64 summation order, so outputs differ from the default's only where a uniform sits within
+rounding of a CDF boundary.
 
 fast_sample (`--configs fast_sample`): at (1, 151936) the launcher takes one-warp programs over one
 1024-token tile each (149 chunks, each drawing its token in its best group, the last to arrive
@@ -39,7 +40,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..")))
 
-# chain: (block_v, num_warps), one chunk per program; fast_sample: (block_v, tiles per chunk, num_warps)
+# chain: (block_v, num_warps), one chunk per program, or (block_v, num_warps, chunks per program);
+# fast_sample: (block_v, tiles per chunk, num_warps)
 CONFIGS = {
     "tilings": [(1024, 4), (1024, 2), (1024, 1), (512, 1), (512, 2), (2048, 4), (2048, 8), (256, 1)],
     "batches": [(1024, 4), (512, 2)],

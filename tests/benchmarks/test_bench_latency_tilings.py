@@ -1,8 +1,7 @@
 """benchmarks/diagnostics/latency_tilings.py: every configuration it times is a launch the launchers
 accept on the GPU for every case of its set (chain: one chunk per program unless the set says how
-many; fast_sample: whole groups
-per tile and the merge in the chunk kernel), and each set holds the launcher's own GPU tiling of its
-cases, the baseline the others are read against."""
+many; fast_sample: whole groups per tile and the merge in the chunk kernel), and each set holds the
+launcher's own GPU tiling of its cases, the baseline the others are read against."""
 
 import pytest
 
