@@ -79,14 +79,22 @@ def rows_read(x: dict, config: dict) -> int:
     return int((~torch.isnan(stats).all(dim=1)).sum())
 
 
+DTYPES = ("float32", "bfloat16", "float16")
+
+
 def _parse_case(text: str) -> tuple:
     """'KERNEL,B,K,V,DTYPE' as a CASES entry."""
-    kernel, b, k, v, dtype = text.split(",")
-    if kernel not in ("logits", "logits_onehot") or dtype not in ("float32", "bfloat16", "float16"):
+    fields = text.split(",")
+    kernel, dtype = fields[0], fields[-1]
+    if len(fields) != 5 or kernel not in ("logits", "logits_onehot") or dtype not in DTYPES:
         raise SystemExit(
-            f"--case {text!r}: KERNEL logits or logits_onehot, DTYPE float32, bfloat16 or float16"
+            f"--case {text!r}: KERNEL,B,K,V,DTYPE with KERNEL logits or logits_onehot, DTYPE one of {DTYPES}"
         )
-    return kernel, int(b), int(k), int(v), dtype
+    try:
+        b, k, v = (int(f) for f in fields[1:4])
+    except ValueError:
+        raise SystemExit(f"--case {text!r}: B, K and V must be integers") from None
+    return kernel, b, k, v, dtype
 
 
 def main(argv: list[str] | None = None) -> int:
