@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+# --durations: each log names its slowest tests (H200 run 197: one shard of 14 took 505 s of its 520 s
+# limit, and its log could not say which file)
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10"]
 
 
 def find_test_files(paths: list[str]) -> list[Path]:
