@@ -65,8 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", required=True)
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
     ap.add_argument("--only", default="", help="comma-separated kernel names (default: every case)")
-    ap.add_argument("--case", action="append", default=[], metavar="KERNEL:B:K:V:DTYPE",
-                    help="time these cases instead of the list (repeatable), e.g. chain:1:4:151936:float32")
+    ap.add_argument(
+        "--case",
+        action="append",
+        default=[],
+        metavar="KERNEL:B:K:V:DTYPE",
+        help="time these cases instead of the list (repeatable), e.g. chain:1:4:151936:float32",
+    )
     args = ap.parse_args(argv)
     sys.path.insert(0, REPO)
     if args.tree:
@@ -81,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     session = BenchSession.create()
     flush_us = _flush_us()
     with open(args.out, "a") as out:
-        for kernel, b, k, v, dtype in [_parse_case(c) for c in args.case] or CASES:
+        for kernel, b, k, v, dtype in [parse_case(c) for c in args.case] or CASES:
             if only and kernel not in only:
                 continue
             case = Case(kernel, b, k, v, dtype)
@@ -98,13 +103,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _parse_case(text: str) -> tuple:
-    """'chain:1:4:151936:float32' -> ('chain', 1, 4, 151936, 'float32')."""
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def parse_case(text: str, kernels: tuple[str, ...] | None = None) -> tuple:
+    """'chain:1:4:151936:float32' -> ('chain', 1, 4, 151936, 'float32'), the `--case` of every diagnostic
+    that takes one. Anything else stops the script with the option named: not five fields, a kernel
+    outside `kernels` (where given), a dtype outside DTYPES, B, K or V not an integer."""
     parts = text.split(":")
-    if len(parts) != 5:
-        raise SystemExit(f"--case wants KERNEL:B:K:V:DTYPE, got {text!r}")
-    kernel, b, k, v, dtype = parts
-    return kernel, int(b), int(k), int(v), dtype
+    if len(parts) != 5 or (kernels and parts[0] not in kernels) or parts[4] not in DTYPES:
+        kinds = f" with KERNEL one of {kernels}" if kernels else ""
+        raise SystemExit(f"--case wants KERNEL:B:K:V:DTYPE{kinds}, DTYPE one of {DTYPES}; got {text!r}")
+    try:
+        b, k, v = (int(f) for f in parts[1:4])
+    except ValueError:
+        raise SystemExit(f"--case {text!r}: B, K and V must be integers") from None
+    return parts[0], b, k, v, parts[4]
 
 
 def _host_us(session, case, provider, calls: int = 200, rounds: int = 5) -> float:

@@ -54,6 +54,11 @@ CONFIGS = {
                     (1024, 2, 2)],
 }  # fmt: skip
 # (kernel, B, K, V, dtype)
+def chunks_per_program(config: tuple) -> int:
+    """A chain config's chunks per program: its third element, one where it has two."""
+    return config[2] if len(config) > 2 else 1
+
+
 CASES = {
     "tilings": [("chain", 1, 4, 32000, "float32"), ("chain", 1, 4, 151936, "float32"),
                 ("chain", 4, 4, 32000, "float32")],
@@ -77,9 +82,9 @@ def chain_calls(x: dict, configs: list):
 
     p, ids, q, u = x["target_probs"], x["draft_token_ids"], x.get("draft_probs"), x["uniforms"]
     calls = []
-    for block_v, warps, *tiles in configs:  # tiles: chunks per program (one unless given)
-        cfg = dict(block_v=block_v, num_warps=warps, tiles=tiles[0] if tiles else 1)
-        calls.append((dict(block_v=block_v, num_warps=warps, tiles=cfg["tiles"]),
+    for config in configs:
+        cfg = dict(block_v=config[0], num_warps=config[1], tiles=chunks_per_program(config))
+        calls.append((dict(cfg),
                       lambda c=cfg: chain._launch(p, ids, q, None, u, None, None, **c)))  # fmt: skip
     return calls, chain._launch(p, ids, q, None, u, None, None)
 

@@ -31,6 +31,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..")))
 
+from benchmarks.diagnostics.ab_device_time import parse_case  # noqa: E402  (no torch at import)
+
 CONFIGS = ({"stats_lazy": False}, {"stats_lazy": True})  # (run 185 also timed a bounded wait, since removed)
 CASES = (  # issue 6's eight cases
     ("logits", 64, 4, 151936, "float32"),
@@ -79,22 +81,7 @@ def rows_read(x: dict, config: dict) -> int:
     return int((~torch.isnan(stats).all(dim=1)).sum())
 
 
-DTYPES = ("float32", "bfloat16", "float16")
-
-
-def _parse_case(text: str) -> tuple:
-    """'KERNEL,B,K,V,DTYPE' as a CASES entry."""
-    fields = text.split(",")
-    kernel, dtype = fields[0], fields[-1]
-    if len(fields) != 5 or kernel not in ("logits", "logits_onehot") or dtype not in DTYPES:
-        raise SystemExit(
-            f"--case {text!r}: KERNEL,B,K,V,DTYPE with KERNEL logits or logits_onehot, DTYPE one of {DTYPES}"
-        )
-    try:
-        b, k, v = (int(f) for f in fields[1:4])
-    except ValueError:
-        raise SystemExit(f"--case {text!r}: B, K and V must be integers") from None
-    return kernel, b, k, v, dtype
+KERNELS = ("logits", "logits_onehot")  # what `--case` may name
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,15 +94,15 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated substrings: time only the cases whose label holds one (default: all eight)",
     )
-    ap.add_argument("--case", action="append", default=[], metavar="KERNEL,B,K,V,DTYPE",
+    ap.add_argument("--case", action="append", default=[], metavar="KERNEL:B:K:V:DTYPE",
                     help="time these cases instead of issue 6's eight (repeatable), e.g. "
-                         "logits_onehot,16,4,128256,bfloat16")  # fmt: skip
+                         "logits_onehot:16:4:128256:bfloat16")  # fmt: skip
     ap.add_argument("--config", action="append", default=[], metavar="JSON",
                     help="time these launch_config overrides instead of CONFIGS (repeatable), e.g. "
                          '\'{"stats_lazy": true, "stats_tiles": 4}\'')  # fmt: skip
     args = ap.parse_args(argv)
     configs = [json.loads(c) for c in args.config] or list(CONFIGS)
-    cases = [_parse_case(c) for c in args.case] or list(CASES)
+    cases = [parse_case(c, KERNELS) for c in args.case] or list(CASES)
     # another specsample tree (e.g. a patched copy: `git archive HEAD specsample | tar -x -C DIR`)
     if args.tree:
         sys.path.insert(0, os.path.abspath(args.tree))

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import specsample.kernels.logits as kernel_module
-    from benchmarks.diagnostics.ab_device_time import CASES, _parse_case, timed_after, zero_pause_flush
+    from benchmarks.diagnostics.ab_device_time import CASES, parse_case, timed_after, zero_pause_flush
     from benchmarks.floors import Case
     from benchmarks.inputs import make_inputs
     from benchmarks.providers import PROVIDERS
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     zero_pause = zero_pause_flush()
     with open(args.out, "a") as out:
         logits_cases = [c for c in CASES if c[0] in ("logits", "logits_onehot")]  # issue 6's eight
-        for kernel, b, k, v, dtype in [_parse_case(c) for c in args.case] or logits_cases:
+        for kernel, b, k, v, dtype in [parse_case(c) for c in args.case] or logits_cases:
             case = Case(kernel, b, k, v, dtype)
             fn = PROVIDERS[OURS].build(case, make_inputs(case, torch.device("cuda")))
             for stages in range(1, len(STAGES) + 1):

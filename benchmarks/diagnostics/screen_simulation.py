@@ -100,11 +100,15 @@ def main() -> None:
         must.append(int((bound >= score.max()).sum()))
         over_tau.append(int((bound >= taus["best-bound group of 4 segments"]).sum()))
     for rule, (read, total, busy, programs) in sums.items():
-        print(f"{rule:32s} tiles read {read}/{total} ({read / total:.1%}); programs reading any {busy}/{programs}")
+        print(
+            f"{rule:32s} tiles read {read}/{total} ({read / total:.1%}); programs reading any {busy}/{programs}"
+        )
     for name, counts in (("bound >= the winner's score", must), ("bound >= 4-segment tau", over_tau)):
         c = np.array(counts)
-        print(f"groups per row with {name:28s} mean {c.mean():.2f}, median {np.median(c):.0f}, "
-              f"p90 {np.percentile(c, 90):.0f}, p99 {np.percentile(c, 99):.0f}, max {c.max()} (of {len(bound)})")
+        print(
+            f"groups per row with {name:28s} mean {c.mean():.2f}, median {np.median(c):.0f}, "
+            f"p90 {np.percentile(c, 90):.0f}, p99 {np.percentile(c, 99):.0f}, max {c.max()} (of {len(bound)})"
+        )
 
 
 if __name__ == "__main__":

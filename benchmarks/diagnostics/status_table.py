@@ -85,7 +85,9 @@ def markdown(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--read-floor", required=True, help="read_floor.py's JSON lines")
-    ap.add_argument("--ab", action="append", required=True, help="ab_device_time.py's JSON lines (repeatable)")
+    ap.add_argument(
+        "--ab", action="append", required=True, help="ab_device_time.py's JSON lines (repeatable)"
+    )
     ap.add_argument("--label", help="only the ab_device_time rows with this label (e.g. not an A/B's 'new')")
     args = ap.parse_args(argv)
     ours = [r for path in args.ab for r in _rows(path) if args.label is None or r.get("label") == args.label]

@@ -116,7 +116,9 @@ def readers(p, q, tiles: int, stages: int):
         qd = TensorDescriptor.from_tensor(q.view(b, v // 128, 128), [1, sub, 128])
 
         def call():
-            _span_tma_kernel[(b, spans)](pd, qd, buf, per, SUB=sub, STAGES=stages, VARIANT=variant, num_warps=1)
+            _span_tma_kernel[(b, spans)](
+                pd, qd, buf, per, SUB=sub, STAGES=stages, VARIANT=variant, num_warps=1
+            )
             return buf
 
         return call, buf
@@ -188,6 +190,7 @@ def _time_readers(fh, layout, p, q, b, v, cfg, timer, pause, cache) -> None:
                        do_bench_us=timer.do_bench_us(call))  # fmt: skip
         fh.write(json.dumps(row) + "\n")
         print(json.dumps(row), flush=True)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

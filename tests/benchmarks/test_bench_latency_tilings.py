@@ -5,7 +5,7 @@ launcher's own GPU tiling of its cases, the baseline the others are read against
 
 import pytest
 
-from benchmarks.diagnostics.latency_tilings import CASES, CONFIGS
+from benchmarks.diagnostics.latency_tilings import CASES, CONFIGS, chunks_per_program
 from specsample.kernels import chain as chain_module
 from specsample.kernels import gumbel
 from specsample.kernels._launch import cdiv, next_pow2
@@ -23,13 +23,13 @@ def test_every_chain_configuration_plans_on_the_gpu(monkeypatch, name):
         row_bytes = (4 if dtype == "float32" else 2) * (2 if classic else 1)
         cfg = chain_module._launch_config(batch, vocab, row_bytes=row_bytes)
         defaults.add((cfg.block_v, cfg.num_warps))
-        for block_v, warps, *tiles in CONFIGS[name]:
-            tiles = tiles[0] if tiles else 1
+        for config in CONFIGS[name]:
+            (block_v, warps), tiles = config[:2], chunks_per_program(config)
             overrides = (("block_v", block_v), ("num_warps", warps), ("tiles", tiles))
             p = plan(batch, k + 1, vocab, classic, False, False, False, row_bytes, overrides)
             assert p.tiles == tiles and p.grid == (batch, cdiv(cdiv(vocab, block_v), tiles))
             assert p.meta["BLOCK_V"] == block_v and p.meta["num_warps"] == warps
-    one_chunk = {(c[0], c[1]) for c in CONFIGS[name] if len(c) == 2 or c[2] == 1}
+    one_chunk = {c[:2] for c in CONFIGS[name] if chunks_per_program(c) == 1}
     assert defaults <= one_chunk, (name, defaults)
 
 

@@ -6,23 +6,40 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks.diagnostics.lazy_stats import CASES, _parse_case, all_accept
+from benchmarks.diagnostics.ab_device_time import parse_case
+from benchmarks.diagnostics.lazy_stats import CASES, KERNELS, all_accept
 
 
 def test_case_option_parses_like_the_default_cases():
-    """'KERNEL,B,K,V,DTYPE' gives a CASES entry; every default case round-trips through it."""
-    assert _parse_case("logits_onehot,16,4,128256,bfloat16") == ("logits_onehot", 16, 4, 128256, "bfloat16")
+    """'KERNEL:B:K:V:DTYPE' (the `--case` of every diagnostic) gives a CASES entry; every default case
+    round-trips through it."""
+    assert parse_case("logits_onehot:16:4:128256:bfloat16", KERNELS) == (
+        "logits_onehot",
+        16,
+        4,
+        128256,
+        "bfloat16",
+    )
     for case in CASES:
-        assert _parse_case(",".join(map(str, case))) == case
+        assert parse_case(":".join(map(str, case)), KERNELS) == case
 
 
 @pytest.mark.parametrize(
-    "text", ["chain,16,4,128256,float32", "logits,16,4,128256,int8", "logits,16,4", "logits,16,4,1e5,float32"]
-)
+    "text",
+    ["chain:16:4:128256:float32", "logits:16:4:128256:int8", "logits:16:4", "logits:16:4:1e5:float32",
+     "logits,16,4,128256,float32"],
+)  # fmt: skip
 def test_case_option_rejects_what_it_cannot_time(text):
-    """A case it cannot time stops the script with the option named."""
+    """A case lazy_stats cannot time stops the script with the option named."""
     with pytest.raises(SystemExit, match="--case"):
-        _parse_case(text)
+        parse_case(text, KERNELS)
+
+
+def test_case_option_takes_any_kernel_where_none_are_named():
+    """ab_device_time's and logits_stage_time's cases may name any kernel; the dtype is still checked."""
+    assert parse_case("chain:1:4:32000:float32") == ("chain", 1, 4, 32000, "float32")
+    with pytest.raises(SystemExit, match="--case"):
+        parse_case("chain:1:4:32000:fp32")
 
 
 def test_all_accept_makes_every_draft_certain():

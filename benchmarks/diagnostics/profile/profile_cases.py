@@ -50,8 +50,8 @@ def cases(gen):
         probs = torch.softmax(torch.randn(batch, vocab, generator=gen, device=DEV) * 3.0, -1)
         seeds = torch.randint(0, 2**62, (batch,), generator=gen, device=DEV)
         offsets = torch.randint(0, 2**62, (batch,), generator=gen, device=DEV)
-        out[f"fast_sample ({batch},{vocab})"] = (
-            lambda probs=probs, seeds=seeds, offsets=offsets: kg.fast_sample(probs, seeds=seeds, offsets=offsets)
+        out[f"fast_sample ({batch},{vocab})"] = lambda probs=probs, seeds=seeds, offsets=offsets: (
+            kg.fast_sample(probs, seeds=seeds, offsets=offsets)
         )
     batch, num_k, vocab = 64, 4, 151936
     lg = torch.randn(batch, num_k + 1, vocab, generator=gen, device=DEV) * 3.0
@@ -62,7 +62,9 @@ def cases(gen):
                 seeds=torch.randint(0, 2**62, (batch,), generator=gen, device=DEV),
                 offsets=torch.randint(0, 2**62, (batch,), generator=gen, device=DEV))  # fmt: skip
     out["logits default (64,4,151936)"] = lambda: kl.rejection_sample_logits(**args)
-    out["logits lane_i32 (64,4,151936)"] = lambda: kl.rejection_sample_logits(**args, _config={"lane_i32": True})
+    out["logits lane_i32 (64,4,151936)"] = lambda: kl.rejection_sample_logits(
+        **args, _config={"lane_i32": True}
+    )
     # the bf16 calls furthest from issue 6's 70% (session 12): classic and one-hot drafts, and the
     # one-hot stats pass without its tile loaded ahead
     half = dict(args, target_logits=lg.bfloat16(), draft_logits=dl.bfloat16())

@@ -1,6 +1,6 @@
 """Print the headline Nsight Compute metrics per profiled kernel from ncu's `--csv --page details`.
 
-    python3 summarize.py OUT/profile/ncu_details.csv OUT/profile/cases.json
+python3 summarize.py OUT/profile/ncu_details.csv OUT/profile/cases.json
 """
 
 import csv
@@ -37,7 +37,10 @@ def main(path: str, cases_path: str | None = None) -> None:
         stalls = sorted(((float(v[0].replace(",", "")), n) for n, v in m.items() if "issue_stalled" in n
                          and v[0].replace(",", "").replace(".", "").isdigit()), reverse=True)[:6]  # fmt: skip
         if stalls:
-            print("    stalls/issue:", ", ".join(f"{n.split('stalled_')[1].split('_per')[0]}={v:.2f}" for v, n in stalls))
+            print(
+                "    stalls/issue:",
+                ", ".join(f"{n.split('stalled_')[1].split('_per')[0]}={v:.2f}" for v, n in stalls),
+            )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--top", type=int, default=40)
-    ap.add_argument("--cuts", default="", help="comma-separated hex offsets that start each range after the first")
+    ap.add_argument(
+        "--cuts", default="", help="comma-separated hex offsets that start each range after the first"
+    )
     ap.add_argument("--names", default="", help="comma-separated names of the len(cuts) + 1 ranges")
     args = ap.parse_args(argv)
     cuts = [int(c, 16) for c in args.cuts.split(",") if c]
