@@ -5,7 +5,8 @@
 (a) Coupling with the float64 reference on the same uniforms at V = 32000 and 151936 (softmax of
     N(0, 3^2) logits, drafts softmax(logits + N(0, 1)), drafts drawn from q, ragged counts, classic and
     one-hot): unambiguous mismatches must be 0; Clopper-Pearson TV(kernel, reference) <= 1e-3 at
-    delta = 1e-6 counting every mismatch. Plus int64 offsets: a [3500, 5, 128256] fp32 batch
+    delta = 1e-6 counting every mismatch; the same, 16,384 rows each, in launches of B = 4 (V = 32000)
+    and B = 1 (V = 151936), the latency regime's grids (one chunk per program). Plus int64 offsets: a [3500, 5, 128256] fp32 batch
     (> 2^31 elements), its first and last rows against the reference.
 (b) Laws with 2^22 rows per run at V = 32000 and 151936 from one p/q pair broadcast with stride 0:
     joint (a, token), accepted length and position-0 laws, designed chi-square (stats.assert_gof,
@@ -13,7 +14,8 @@
     chosen from the exact law before sampling); generator and Philox-seed paths, fixed and drawn drafts.
 (c) CUDA graphs: capture with a torch generator and with seeds/offsets (offsets.add_(1) captured),
     replay 10^4 times accumulating (a, token) counts inside the graph: fresh draws every replay, the
-    joint law holds on 10^7 samples, a replay equals the eager call for the same RNG state.
+    joint law holds on 10^7 samples, a replay equals the eager call for the same RNG state; again at
+    B = 4 (the latency regime, 4 x 10^4 samples).
 (d) Performance: triton.testing.do_bench median (eager launcher) and CUDA-graph replay for the four
     target shapes, fp32 and bf16; floor = 2 B V dtype-bytes / copy bandwidth measured here; a plain
     PyTorch implementation of the same algorithm measured here; a sweep of the vocabulary chunk.
@@ -52,6 +54,7 @@ from gpu_common import (  # noqa: E402
     pick_eps,
 )
 
+from specsample.kernels import chain as chain_module  # noqa: E402
 from specsample.kernels.chain import _launch, _launch_config, chain_rejection_sample  # noqa: E402
 from specsample.reference import laws  # noqa: E402
 from specsample.reference.chain import UNIFORM_HALF_STEP, chain_rejection_reference  # noqa: E402
@@ -100,6 +103,11 @@ def pair(vocab: int, gen: torch.Generator, num_k: int = K, dtype=torch.float32):
     return p.to(dtype), q.to(dtype)
 
 
+def chain_plan(batch: int, vocab: int):
+    """The default plan of a classic fp32 ragged call of this shape (kernels/chain.py)."""
+    return chain_module._plan(batch, K + 1, vocab, True, True, False, False, 8, ())
+
+
 def coupling_tol(batch: int, vocab: int) -> float:
     """Worst-case float32 error of the kernel's sums (tests/kernels/test_chain_coupling.py)."""
     bv = _launch_config(batch, vocab).block_v
@@ -126,24 +134,33 @@ def _reference_job(job):
     return ref.tokens, ref.num_accepted, ref.fallback, ref.valid, ref.ambiguous
 
 
-def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator, certify: bool = True) -> None:
+def coupling(
+    vocab: int, groups: int, rows: int, gen: torch.Generator, certify: bool = True, calls: int = 1
+) -> None:
     """`groups` target/draft pairs (even groups classic, odd one-hot), each broadcast to `rows`
-    requests with their own drafts (drawn from q), uniforms and ragged counts. certify=False: the
-    unambiguous mismatches must still be 0, but the rows are too few for the TV bound (a check of
-    one launch configuration, not a certificate)."""
+    requests with their own drafts (drawn from q), uniforms and ragged counts, in `calls` launches
+    of `rows` requests each (calls > 1: small batches, whose latency-regime grids take one chunk per
+    program over two or four warps, kernels/chain.py _launch_config). certify=False: the unambiguous mismatches must still be 0, but
+    the rows are too few for the TV bound (a check of one launch configuration, not a certificate)."""
     t0 = time.time()
     jobs, kernel_out = [], []
     tol = coupling_tol(rows, vocab)
     for g in range(groups):
         classic = g % 2 == 0
         p, q = pair(vocab, gen)
-        x = torch.multinomial(q, rows, replacement=True, generator=gen).t().contiguous()  # [rows, K]
-        n = torch.randint(0, K + 1, (rows,), generator=gen, device=DEV)
-        u = torch.rand(rows, K + 1, generator=gen, device=DEV)
+        total = rows * calls
+        x = torch.multinomial(q, total, replacement=True, generator=gen).t().contiguous()  # [total, K]
+        n = torch.randint(0, K + 1, (total,), generator=gen, device=DEV)
+        u = torch.rand(total, K + 1, generator=gen, device=DEV)
         p_b = p[None].expand(rows, K + 1, vocab)
         q_b = q[None].expand(rows, K, vocab) if classic else None
-        res = chain_rejection_sample(p_b, x, q_b, num_draft_tokens=n, uniforms=u)
-        kernel_out.append(tuple(t.cpu().numpy() for t in res))
+        parts = [
+            chain_rejection_sample(
+                p_b, x[i : i + rows], q_b, num_draft_tokens=n[i : i + rows], uniforms=u[i : i + rows]
+            )
+            for i in range(0, total, rows)
+        ]
+        kernel_out.append(tuple(torch.cat(field).cpu().numpy() for field in zip(*parts, strict=True)))
         jobs.append(
             (
                 p.double().cpu().numpy(),
@@ -167,11 +184,15 @@ def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator, certify: 
         mismatches += int(differ.sum())
         unambiguous += int((differ & ~r_amb).sum())
         ambiguous += int(r_amb.sum())
-    n_rows = groups * rows
+    n_rows = groups * rows * calls
     cert = tv_ucb_from_coupling(mismatches, n_rows, 1e-6, label=f"chain V={vocab}")
+    plan = chain_plan(rows, vocab)
     row = dict(
         vocab=vocab,
         rows=n_rows,
+        batch=rows,
+        tiling=dict(block_v=plan.meta["BLOCK_V"], warps=plan.meta["num_warps"], tiles=plan.tiles),
+        programs=plan.grid[0] * plan.grid[1],
         mismatches=mismatches,
         unambiguous_mismatches=unambiguous,
         ambiguous=ambiguous,
@@ -183,7 +204,10 @@ def coupling(vocab: int, groups: int, rows: int, gen: torch.Generator, certify: 
     print("coupling", row, flush=True)
     check(unambiguous == 0, f"coupling V={vocab}: {unambiguous} unambiguous mismatches")
     # the smoke run's 2048 rows cannot certify 1e-3 (needs >= 13816 rows with no mismatch)
-    check(SMOKE or not certify or cert.tv_bound <= 1e-3, f"coupling V={vocab}: TV UCB {cert.tv_bound:.3g} > 1e-3")
+    check(
+        SMOKE or not certify or cert.tv_bound <= 1e-3,
+        f"coupling V={vocab}: TV UCB {cert.tv_bound:.3g} > 1e-3",
+    )
 
 
 def int64_offsets(gen: torch.Generator) -> None:
@@ -413,6 +437,7 @@ def graph_run(
         t0=t0,
         label=f"graph {source} joint (a, token)",
     )
+    row.update(batch=batch, tiles=chain_plan(batch, vocab).tiles)
     RESULTS["graphs"].append(row)
     print("graph", row, flush=True)
     for ok, message in checks:
@@ -535,6 +560,9 @@ def main() -> int:
     steps = [(f"coupling {v}", lambda v=v: coupling(v, COUPLING_GROUPS, COUPLING_ROWS, gen)) for v in VOCABS]
     if not SMOKE:  # a batch whose default grid takes 8 chunks per program under the register cap (run 80)
         steps.append(("coupling 151936 B=64", lambda: coupling(151936, 8, 64, gen, certify=False)))
+        # the latency regime (issue 4's (1, 4, 32000)): one chunk per program, two or four warps
+        steps.append(("coupling 32000 B=4", lambda: coupling(32000, 8, 4, gen, calls=512)))
+        steps.append(("coupling 151936 B=1", lambda: coupling(151936, 8, 1, gen, calls=2048)))
     steps.append(("drawn-law closed form", check_drawn_law))
     if not SMOKE:
         steps.append(("int64", lambda: int64_offsets(gen)))
@@ -554,6 +582,8 @@ def main() -> int:
         steps += [
             ("graph generator", lambda: graph_run("generator", gen)),
             ("graph seeds", lambda: graph_run("seeds", gen)),
+            ("graph generator B=4", lambda: graph_run("generator", gen, batch=4)),  # latency regime
+            ("graph seeds B=4", lambda: graph_run("seeds", gen, batch=4)),
         ]
         steps.append(("copy bandwidth", lambda: RESULTS.__setitem__("copy_bw", copy_bandwidth())))
         for shape in TARGETS_US:
