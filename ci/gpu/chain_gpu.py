@@ -6,8 +6,8 @@
     N(0, 3^2) logits, drafts softmax(logits + N(0, 1)), drafts drawn from q, ragged counts, classic and
     one-hot): unambiguous mismatches must be 0; Clopper-Pearson TV(kernel, reference) <= 1e-3 at
     delta = 1e-6 counting every mismatch; the same, 16,384 rows each, in launches of B = 4 (V = 32000)
-    and B = 1 (V = 151936), the latency regime's grids (one chunk per program). Plus int64 offsets: a [3500, 5, 128256] fp32 batch
-    (> 2^31 elements), its first and last rows against the reference.
+    and B = 1 (V = 151936), the latency regime's grids (one chunk per program). Plus int64 offsets:
+    a [3500, 5, 128256] fp32 batch (> 2^31 elements), its first and last rows against the reference.
 (b) Laws with 2^22 rows per run at V = 32000 and 151936 from one p/q pair broadcast with stride 0:
     joint (a, token), accepted length and position-0 laws, designed chi-square (stats.assert_gof,
     alpha = 1e-6, beta = 1e-6, eps = the smallest of 0.005/0.01/0.02/0.03 the design allows for n,
@@ -140,8 +140,9 @@ def coupling(
     """`groups` target/draft pairs (even groups classic, odd one-hot), each broadcast to `rows`
     requests with their own drafts (drawn from q), uniforms and ragged counts, in `calls` launches
     of `rows` requests each (calls > 1: small batches, whose latency-regime grids take one chunk per
-    program over two or four warps, kernels/chain.py _launch_config). certify=False: the unambiguous mismatches must still be 0, but
-    the rows are too few for the TV bound (a check of one launch configuration, not a certificate)."""
+    program over two or four warps, kernels/chain.py _launch_config). certify=False: the unambiguous
+    mismatches must still be 0, but the rows are too few for the TV bound (a check of one launch
+    configuration, not a certificate)."""
     t0 = time.time()
     jobs, kernel_out = [], []
     tol = coupling_tol(rows, vocab)
@@ -619,7 +620,7 @@ def main() -> int:
         )
     for r in RESULTS["coupling"]:
         print(
-            f"coupling V={r['vocab']}: {r['mismatches']}/{r['rows']} differ "
+            f"coupling V={r['vocab']} B={r['batch']}: {r['mismatches']}/{r['rows']} differ "
             f"({r['unambiguous_mismatches']} unambiguous, {r['ambiguous']} ambiguous), "
             f"TV <= {r['tv_ucb']:.2e} @ 1-1e-6"
         )
