@@ -53,12 +53,14 @@ CONFIGS = {
     "fast_sample": [(1024, 1, 1), (1024, 1, 2), (1024, 1, 4), (512, 1, 2), (512, 1, 4), (1024, 2, 1),
                     (1024, 2, 2)],
 }  # fmt: skip
-# (kernel, B, K, V, dtype)
+
+
 def chunks_per_program(config: tuple) -> int:
     """A chain config's chunks per program: its third element, one where it has two."""
     return config[2] if len(config) > 2 else 1
 
 
+# (kernel, B, K, V, dtype)
 CASES = {
     "tilings": [("chain", 1, 4, 32000, "float32"), ("chain", 1, 4, 151936, "float32"),
                 ("chain", 4, 4, 32000, "float32")],

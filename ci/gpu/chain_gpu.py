@@ -54,7 +54,6 @@ from gpu_common import (  # noqa: E402
     pick_eps,
 )
 
-from specsample.kernels import chain as chain_module  # noqa: E402
 from specsample.kernels.chain import _launch, _launch_config, chain_rejection_sample  # noqa: E402
 from specsample.reference import laws  # noqa: E402
 from specsample.reference.chain import UNIFORM_HALF_STEP, chain_rejection_reference  # noqa: E402
@@ -103,15 +102,19 @@ def pair(vocab: int, gen: torch.Generator, num_k: int = K, dtype=torch.float32):
     return p.to(dtype), q.to(dtype)
 
 
-def chain_plan(batch: int, vocab: int):
-    """The default plan of a classic fp32 ragged call of this shape (kernels/chain.py)."""
-    return chain_module._plan(batch, K + 1, vocab, True, True, False, False, 8, ())
-
-
-def coupling_tol(batch: int, vocab: int) -> float:
-    """Worst-case float32 error of the kernel's sums (tests/kernels/test_chain_coupling.py)."""
-    bv = _launch_config(batch, vocab).block_v
+def coupling_tol(batch: int, vocab: int, row_bytes: int = 8) -> float:
+    """Worst-case float64 error of the kernel's sums (tests/kernels/test_chain_coupling.py) under the
+    launch's default tiling, which depends on the row bytes (p's element size, plus q's for classic
+    drafts): at small batches fp32 classic takes 512-column chunks, one-hot and 16-bit 1024-column ones."""
+    bv = _launch_config(batch, vocab, row_bytes=row_bytes).block_v
     return (min(vocab, bv) + triton.cdiv(vocab, bv) + 5) * 2.0**-53
+
+
+def tiling(batch: int, vocab: int, row_bytes: int) -> dict:
+    """The default tiling of a call (kernels/chain.py _launch_config), for the records."""
+    cfg = _launch_config(batch, vocab, row_bytes=row_bytes)
+    return dict(block_v=cfg.block_v, warps=cfg.num_warps, tiles=cfg.tiles,
+                programs=batch * triton.cdiv(triton.cdiv(vocab, cfg.block_v), cfg.tiles))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,9 +148,9 @@ def coupling(
     configuration, not a certificate)."""
     t0 = time.time()
     jobs, kernel_out = [], []
-    tol = coupling_tol(rows, vocab)
     for g in range(groups):
         classic = g % 2 == 0
+        tol = coupling_tol(rows, vocab, 8 if classic else 4)  # fp32 p, and q for classic drafts
         p, q = pair(vocab, gen)
         total = rows * calls
         x = torch.multinomial(q, total, replacement=True, generator=gen).t().contiguous()  # [total, K]
@@ -187,17 +190,16 @@ def coupling(
         ambiguous += int(r_amb.sum())
     n_rows = groups * rows * calls
     cert = tv_ucb_from_coupling(mismatches, n_rows, 1e-6, label=f"chain V={vocab}")
-    plan = chain_plan(rows, vocab)
     row = dict(
         vocab=vocab,
         rows=n_rows,
         batch=rows,
-        tiling=dict(block_v=plan.meta["BLOCK_V"], warps=plan.meta["num_warps"], tiles=plan.tiles),
-        programs=plan.grid[0] * plan.grid[1],
+        tiling_classic=tiling(rows, vocab, 8),
+        tiling_onehot=tiling(rows, vocab, 4),
         mismatches=mismatches,
         unambiguous_mismatches=unambiguous,
         ambiguous=ambiguous,
-        tol=tol,
+        tol=[coupling_tol(rows, vocab, 8), coupling_tol(rows, vocab, 4)],  # classic, one-hot groups
         tv_ucb=cert.tv_bound,
         seconds=time.time() - t0,
     )
@@ -438,7 +440,7 @@ def graph_run(
         t0=t0,
         label=f"graph {source} joint (a, token)",
     )
-    row.update(batch=batch, tiles=chain_plan(batch, vocab).tiles)
+    row.update(batch=batch, tiling=tiling(batch, vocab, 8))
     RESULTS["graphs"].append(row)
     print("graph", row, flush=True)
     for ok, message in checks:

@@ -32,8 +32,14 @@ def dev(t):
     return None if t is None else t.to(DEVICE)
 
 
-def coupling_tol(batch: int, vocab: int, block_v: int | None) -> float:
-    bv = _launch_config(batch, vocab, block_v).block_v
+def row_bytes(case) -> int:
+    """Bytes per vocabulary entry of a case's emit row (p, plus q for classic drafts): the GPU's
+    default chunk width depends on it at small batches (_launch_config)."""
+    return case["p"].element_size() + (case["q"].element_size() if case["q"] is not None else 0)
+
+
+def coupling_tol(batch: int, vocab: int, block_v: int | None, entry_bytes: int = 8, tiles=None) -> float:
+    bv = _launch_config(batch, vocab, block_v, tiles=tiles, row_bytes=entry_bytes).block_v
     return (min(vocab, bv) + triton.cdiv(vocab, bv) + 5) * 2.0**-53
 
 
@@ -109,7 +115,7 @@ def coupling_differences(case, block_v, id_dtype=torch.int64, tiles=None, lane_i
     batch, _, vocab = p.shape
     got = launch(dev(p), dev(x.to(id_dtype)), dev(q), dev(n), dev(u), None, None,
                  block_v=block_v, tiles=tiles, lane_i64=lane_i64, block_rows=block_rows)  # fmt: skip
-    tol = coupling_tol(batch, vocab, block_v)
+    tol = coupling_tol(batch, vocab, block_v, row_bytes(case), tiles)
     ref = chain_rejection_reference(
         p.double().numpy(), x.numpy(), None if q is None else q.double().numpy(),
         uniforms=u.double().numpy(), num_draft_tokens=None if n is None else n.numpy(), tol=tol,
@@ -125,7 +131,7 @@ def coupling_differences(case, block_v, id_dtype=torch.int64, tiles=None, lane_i
 def assert_coupled(case, block_v, id_dtype=torch.int64, tiles=None, lane_i64=False, block_rows=None):
     differ, ref, tokens = coupling_differences(case, block_v, id_dtype, tiles, lane_i64, block_rows)
     vocab = case["p"].shape[2]
-    tol = coupling_tol(case["p"].shape[0], vocab, block_v)
+    tol = coupling_tol(case["p"].shape[0], vocab, block_v, row_bytes(case), tiles)
     bad = np.nonzero(differ & ~ref.ambiguous)[0]
     assert bad.size == 0, (
         f"{bad.size} unambiguous rows differ (tol {tol:.2e}); first {bad[:5]}: kernel {tokens[bad[:3]]} "
