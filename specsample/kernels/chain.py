@@ -376,11 +376,13 @@ def _chain_kernel(
     # release this program's partials; the last program of the row block reads them all (acquire)
     arrived = tl.atomic_add(arrivals_ptr + pid_rows, 1, sem="acq_rel")
     if arrived == tl.num_programs(1) - 1:
+        # ready for the next call / graph replay. Every program has arrived, so nothing else touches the
+        # counter in this launch: relaxed, and first, since a release would wait on the outputs' stores
+        tl.atomic_xchg(arrivals_ptr + pid_rows, 0, sem="relaxed")
         _emit_rows(p_ptr, q_ptr, u_ptr, partial_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr,
                    valid_ptr, rows, row_ok, n, a, x, x_j, k, seed, offset, V, num_chunks, tiles_per_program,
                    sp_b, sp_k, sp_v, sq_b, sq_k, sq_v, su_b, su_k,
                    K, HAS_DRAFT_PROBS, SEEDED, BLOCK_V, EMIT_LANES, TILES_POW2)  # fmt: skip
-        tl.atomic_xchg(arrivals_ptr + pid_rows, 0)  # ready for the next call / graph replay
 
 
 # Triton 3.6 drops load_once's L2 policy from the pipelined loop's copies; compiled here, they get it

@@ -431,11 +431,12 @@ def _race_chunk_kernel(
     if FUSED_MERGE:
         arrived = tl.atomic_add(arrivals_ptr + row_block, 1, sem="acq_rel")
         if arrived == tl.num_programs(1) - 1:
+            # ready for the next call / graph replay: relaxed and first, as in kernels/chain.py
+            tl.atomic_xchg(arrivals_ptr + row_block, 0, sem="relaxed")
             seed_r, offset_r = tl.reshape(seed, (BLOCK_ROWS,)), tl.reshape(offset, (BLOCK_ROWS,))
             _merge_rows(part_score_ptr, part_index_ptr, probs_ptr, sample_p_ptr, sample_index_ptr,
                         score_ptr, rows, row_ok, stride_b, stride_v, num_parts, seed_r, offset_r, V,
                         BLOCK_PARTS, NUM_SAMPLES, WRITE_SCORE, MERGE_GROUP_LANES)  # fmt: skip
-            tl.atomic_xchg(arrivals_ptr + row_block, 0)  # ready for the next call / graph replay
 
 
 @triton.jit

@@ -1407,6 +1407,8 @@ def _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected,
     request block merges every chunk's, draws the token and writes the outputs."""
     arrived = tl.atomic_add(arrivals_ptr + req_block, 1, sem="acq_rel")
     if arrived == NC2 - 1:
+        # ready for the next call / graph replay: relaxed and first, as in kernels/chain.py
+        tl.atomic_xchg(arrivals_ptr + req_block, 0, sem="relaxed")
         best_r, group_r = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 0, NCB2)
         if not P_IN_MERGE:
             best_p, group_p = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 1, NCB2)
@@ -1420,7 +1422,6 @@ def _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected,
         _emit_token(req, req_ok, sampled, rejected, use_q, j, x_j, seed, offset, best_r, group_r, best_p,
                     group_p, t_row, d_row, shift_p, norm_p, shift_q, norm_q, scale2, tokens_ptr, fallback_ptr,
                     valid_ptr, V, st_v, sd_v, K, True, GW)  # fmt: skip
-        tl.atomic_xchg(arrivals_ptr + req_block, 0)  # ready for the next call / graph replay
 
 
 @triton.jit

@@ -252,14 +252,14 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         _CHAIN,
         "chain kernel: the last program does not reset its row block's arrival counter (the next call "
         "never emits)",
-        [(r"tl\.atomic_xchg\(arrivals_ptr \+ pid_rows, 0\)", "tl.atomic_add(arrivals_ptr + pid_rows, 0)")],
+        [(r"tl\.atomic_xchg\(arrivals_ptr \+ pid_rows, 0,", "tl.atomic_add(arrivals_ptr + pid_rows, 0,")],
     ),
     (
         "kernel_gumbel_counter_kept",
         _GUMBEL,
         "fast_sample kernel: the last program does not reset its row block's arrival counter (the next "
         "call never merges its chunks: its outputs are never written)",
-        [(r"tl\.atomic_xchg\(arrivals_ptr \+ row_block, 0\)", "tl.atomic_add(arrivals_ptr + row_block, 0)")],
+        [(r"tl\.atomic_xchg\(arrivals_ptr \+ row_block, 0,", "tl.atomic_add(arrivals_ptr + row_block, 0,")],
     ),
     (
         "kernel_grouped_uniform_from_e_word",
