@@ -1,7 +1,7 @@
 """`specsample verify`: certify speculative samplers (ours or anyone's) and write a report.
 
     specsample verify [--device auto|cpu|cuda] [--budget ci|standard|full] [--only TOKEN ...]
-                      [--mutants] [--target MODULE:FUNCTION [--family chain|gumbel|logits]]
+                      [--mutants] [--target MODULE:FUNCTION] [--family chain|gumbel|logits]
                       [--adapter NAME ...] [--report DIR] [--calibrate N] [--max-seconds S]
 
 Exit status: 0 when every certificate passes (and every mutant is killed with --mutants, and the
@@ -51,8 +51,9 @@ def _parser() -> argparse.ArgumentParser:
         "--family",
         choices=("chain", "gumbel", "logits"),
         default=None,
-        help="--target's signature: chain_rejection_sample, fast_sample or rejection_sample_logits "
-        "(default: the function's specsample_family attribute, else chain)",
+        help="with --target: its signature, chain_rejection_sample, fast_sample or rejection_sample_logits "
+        "(default: the function's specsample_family attribute, else chain); without: certify only the "
+        "adapters' samplers of this family",
     )
     v.add_argument(
         "--adapter",
@@ -128,8 +129,6 @@ class _Progress:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.family and not args.target:
-        parser.error("--family names the signature of --target; give --target MODULE:FUNCTION too")
     device = args.device
     if device == "auto":
         device = "cuda" if _has_cuda() else "cpu"

@@ -19,6 +19,7 @@ from specsample.verify import logits_family as L
 from specsample.verify.budgets import Budget, for_sampler
 from specsample.verify.cases import chain_cases
 from specsample.verify.protocol import (
+    FAMILIES,
     SamplerUnavailable,
     chain_sampler_for,
     external_chain_sampler,
@@ -206,7 +207,8 @@ def plan_samplers(adapters, target: str | None, device: str, family: str | None 
     """[(family, sampler)] and [(name, reason)] for what cannot be loaded.
 
     With no adapter and no target: the float64 references (chain, gumbel, logits) and our kernels.
-    A target's family is `family`, else its function's `specsample_family`, else chain."""
+    A target's family is `family`, else its function's `specsample_family`, else chain. Without a
+    target, `family` keeps only the adapters' samplers of that family (a ValueError if none has one)."""
     plan, missing = [], []
     if target:
         fn = load_target(target)
@@ -231,7 +233,22 @@ def plan_samplers(adapters, target: str | None, device: str, family: str | None 
                     plan.append((fam, build(device)))
                 except SamplerUnavailable as exc:
                     missing.append((f"specsample {fam}", str(exc)))
+    if family is not None:
+        if family not in FAMILIES:
+            raise ValueError(f"family: expected one of {', '.join(FAMILIES)}; got {family!r}")
+        plan = [(fam, sampler) for fam, sampler in plan if fam == family]
+        missing = [(name, why) for name, why in missing if _family_of_missing(name) == family]
+        if not plan and not missing:
+            names = ", ".join(adapters)
+            raise ValueError(f"--family {family}: no {family} sampler among the adapters {names}")
     return plan, missing
+
+
+def _family_of_missing(name: str) -> str | None:
+    """The family of an unavailable sampler from the name plan_samplers records it under: "specsample
+    gumbel" / "specsample logits", or the adapter's name alone for its chain sampler."""
+    parts = name.split()
+    return parts[1] if len(parts) == 2 and parts[1] in FAMILIES else "chain"
 
 
 def verify(

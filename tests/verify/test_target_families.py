@@ -89,10 +89,30 @@ def test_logits_own_stream_passes_and_greedy_at_t1_fails():
     assert [r.law for r in bad.failed] == ["greedy"]
 
 
-def test_family_without_target_is_a_usage_error():
-    with pytest.raises(SystemExit) as exc:
-        _verify("--family", "gumbel")
-    assert exc.value.code == 2
+@pytest.mark.parametrize("family", ["chain", "gumbel", "logits"])
+def test_family_without_target_keeps_that_family_of_the_adapters(family):
+    """`--family` without `--target` plans only the adapters' samplers of that family (the H200's
+    `--budget full` runs each family in a call of its own)."""
+    plan, _ = runner.plan_samplers(("reference", "specsample"), None, "cpu", family)
+    assert plan and {fam for fam, _ in plan} == {family}
+    assert len(plan) == (3 if family == "gumbel" else 2)  # reference (+ grouped for gumbel), specsample
+    full, _ = runner.plan_samplers(("reference", "specsample"), None, "cpu")
+    assert [s.name for fam, s in full if fam == family] == [s.name for _, s in plan]
+
+
+def test_family_no_adapter_has_is_a_usage_error(capsys):
+    """The engines' adapters wrap chain samplers only: asking them for Gumbel certifies nothing."""
+    assert _verify("--adapter", "sglang", "--family", "gumbel") == 2
+    assert "no gumbel sampler" in capsys.readouterr().err
+
+
+def test_family_without_target_runs_only_that_family():
+    """runner.verify with a family: the logits edge certificates run, no chain or Gumbel certificate does."""
+    ci = get_budget("ci")
+    run = runner.verify(ci, adapters=("reference",), device="cpu", family="logits", only=["edge"])
+    assert run.records and {r.case for r in run.records} == {"logits-edge-cases"}, [
+        (r.case, r.law) for r in run.records
+    ]
 
 
 def test_unknown_declared_family_exits_2(tmp_path, capsys):
