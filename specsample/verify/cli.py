@@ -1,7 +1,7 @@
 """`specsample verify`: certify speculative samplers (ours or anyone's) and write a report.
 
     specsample verify [--device auto|cpu|cuda] [--budget ci|standard|full] [--only TOKEN ...]
-                      [--mutants] [--target MODULE:FUNCTION] [--family chain|gumbel|logits]
+                      [--law LAW ...] [--mutants] [--target MODULE:FUNCTION] [--family chain|gumbel|logits]
                       [--adapter NAME ...] [--report DIR] [--calibrate N] [--max-seconds S]
 
 Exit status: 0 when every certificate passes (and every mutant is killed with --mutants, and the
@@ -44,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         default=None,
         help="run only certificates whose sampler/case/law contains one of these tokens",
+    )
+    v.add_argument(
+        "--law",
+        nargs="+",
+        default=None,
+        metavar="LAW",
+        help="run only these laws, by exact name (e.g. conditional joint; runner.ALL_LAWS lists them); "
+        "--only matches substrings of sampler/case/law instead",
     )
     v.add_argument("--mutants", action="store_true", help="run the mutant catalogue and write mutants.json")
     v.add_argument("--target", default=None, help="MODULE:FUNCTION (or path.py:FUNCTION) with our signature")
@@ -161,6 +169,7 @@ def main(argv=None) -> int:
             only=args.only,
             progress=progress,
             max_seconds=args.max_seconds,
+            laws=args.law,
         )
     except (SamplerUnavailable, ValueError) as exc:  # a sampler that cannot be loaded or planned
         progress.close()

@@ -262,10 +262,16 @@ def verify(
     salt=0,
     progress: Callable | None = None,
     max_seconds: float | None = None,
+    laws=None,
 ) -> VerifyRun:
     """Every certificate of every planned sampler. With `max_seconds`, no certificate starts once that
     much time has passed: the run keeps what finished and says so in `stopped` (the CLI then exits
-    3, not 0: an incomplete run certifies nothing about the certificates it skipped)."""
+    3, not 0: an incomplete run certifies nothing about the certificates it skipped). `laws`: exact law
+    names (ALL_LAWS) to run, where `only` matches substrings of sampler/case/law."""
+    if laws is not None:
+        unknown = sorted(set(laws) - set(ALL_LAWS))
+        if unknown:
+            raise ValueError(f"laws: unknown {', '.join(unknown)}; expected some of {', '.join(ALL_LAWS)}")
     t0 = time.perf_counter()
     plan, missing = plan_samplers(adapters, target, device, family)
     run = VerifyRun(budget.name, device, unavailable=missing)
@@ -278,7 +284,7 @@ def verify(
 
     try:
         for family, sampler in plan:
-            certify_sampler_family(family, sampler, budget, only=only, salt=salt, progress=tick)
+            certify_sampler_family(family, sampler, budget, only=only, salt=salt, progress=tick, laws=laws)
     except _Deadline:
         run.stopped = (
             f"stopped after {time.perf_counter() - t0:.0f} s (--max-seconds {max_seconds:g}): certificates "

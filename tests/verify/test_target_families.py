@@ -136,3 +136,26 @@ def test_plugin_reads_the_family_from_the_function(specsample_certify):
     bad = specsample_certify(L.rejection_sample_logits_greedy_at_t1, laws=["greedy"], only=[ONE_LOGITS_CASE])
     with pytest.raises(AssertionError, match="laws: greedy"):
         bad.assert_passed()
+
+
+def test_law_selects_by_exact_name_where_only_matches_substrings():
+    """`--only joint` also runs every law of the `disjoint` case (its name contains "joint": H200 run
+    210); `laws=["joint"]` runs the joint law alone, on every case."""
+    ci = get_budget("ci")
+    cases = {"disjoint_V10_K2", "sparse_V32_K2"}
+
+    def names(**kw):
+        recs = runner.certify_sampler_family(
+            "chain", runner.plan_samplers(("reference",), None, "cpu", "chain")[0][0][1], ci,
+            case_filter=lambda c: c.name in cases, **kw,
+        )  # fmt: skip
+        return {(r.case, r.law) for r in recs}
+
+    by_token = names(only=["joint"])
+    assert ("disjoint_V10_K2", "grid") in by_token and ("sparse_V32_K2", "joint") in by_token
+    assert names(laws=["joint"]) == {("disjoint_V10_K2", "joint"), ("sparse_V32_K2", "joint")}
+
+
+def test_unknown_law_is_a_usage_error(capsys):
+    assert _verify("--law", "jointt", "--adapter", "reference") == 2
+    assert "unknown jointt" in capsys.readouterr().err
