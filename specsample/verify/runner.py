@@ -19,7 +19,6 @@ from specsample.verify import logits_family as L
 from specsample.verify.budgets import Budget, for_sampler
 from specsample.verify.cases import chain_cases
 from specsample.verify.protocol import (
-    FAMILIES,
     SamplerUnavailable,
     chain_sampler_for,
     external_chain_sampler,
@@ -159,6 +158,7 @@ def certify_gumbel(sampler, budget: Budget, *, only=None, case_filter=None, salt
 def certify_sampler_family(
     family, sampler, budget, *, only=None, case_filter=None, salt=0, progress=None, laws=None
 ):
+    _check_laws(laws)
     budget = for_sampler(budget, sampler)
     if family == "chain":
         return certify_chain(
@@ -174,6 +174,13 @@ def certify_sampler_family(
             _tick(progress, r)
         return recs
     raise ValueError(f"family: expected chain, gumbel or logits, got {family!r}")
+
+
+def _check_laws(laws) -> None:
+    """A ValueError naming any of `laws` (exact law names, or None for all) that is not in ALL_LAWS."""
+    unknown = sorted(set(laws or ()) - set(ALL_LAWS))
+    if unknown:
+        raise ValueError(f"laws: unknown {', '.join(unknown)}; expected some of {', '.join(ALL_LAWS)}")
 
 
 @dataclass
@@ -215,40 +222,39 @@ def plan_samplers(adapters, target: str | None, device: str, family: str | None 
         fam = target_family(fn, family)
         plan.append((fam, external_sampler(fn, target, fam, device)))
         return plan, missing
+
+    def wanted(fam: str) -> bool:
+        return family is None or fam == family
+
     for adapter in adapters:
-        try:
-            plan.append(("chain", chain_sampler_for(adapter, device)))
-        except SamplerUnavailable as exc:
-            missing.append((adapter, str(exc)))
+        if wanted("chain"):
+            try:
+                plan.append(("chain", chain_sampler_for(adapter, device)))
+            except SamplerUnavailable as exc:
+                missing.append((adapter, str(exc)))
         if adapter == "reference":
-            plan.append(("gumbel", reference_gumbel_sampler()))
-            plan.append(("gumbel", reference_grouped_gumbel_sampler()))
-            plan.append(("logits", L.mutable_logits_sampler(name="reference")))
+            for fam, sampler in (
+                ("gumbel", reference_gumbel_sampler),
+                ("gumbel", reference_grouped_gumbel_sampler),
+                ("logits", lambda: L.mutable_logits_sampler(name="reference")),
+            ):
+                if wanted(fam):
+                    plan.append((fam, sampler()))
         if adapter == "specsample":
             for fam, build in (
                 ("gumbel", specsample_gumbel_sampler),
                 ("logits", L.specsample_logits_sampler),
             ):
+                if not wanted(fam):
+                    continue
                 try:
                     plan.append((fam, build(device)))
                 except SamplerUnavailable as exc:
                     missing.append((f"specsample {fam}", str(exc)))
-    if family is not None:
-        if family not in FAMILIES:
-            raise ValueError(f"family: expected one of {', '.join(FAMILIES)}; got {family!r}")
-        plan = [(fam, sampler) for fam, sampler in plan if fam == family]
-        missing = [(name, why) for name, why in missing if _family_of_missing(name) == family]
-        if not plan and not missing:
-            names = ", ".join(adapters)
-            raise ValueError(f"--family {family}: no {family} sampler among the adapters {names}")
+    if family is not None and not plan and not missing:
+        names = ", ".join(adapters)
+        raise ValueError(f"--family {family}: no {family} sampler among the adapters {names}")
     return plan, missing
-
-
-def _family_of_missing(name: str) -> str | None:
-    """The family of an unavailable sampler from the name plan_samplers records it under: "specsample
-    gumbel" / "specsample logits", or the adapter's name alone for its chain sampler."""
-    parts = name.split()
-    return parts[1] if len(parts) == 2 and parts[1] in FAMILIES else "chain"
 
 
 def verify(
@@ -268,10 +274,7 @@ def verify(
     much time has passed: the run keeps what finished and says so in `stopped` (the CLI then exits
     3, not 0: an incomplete run certifies nothing about the certificates it skipped). `laws`: exact law
     names (ALL_LAWS) to run, where `only` matches substrings of sampler/case/law."""
-    if laws is not None:
-        unknown = sorted(set(laws) - set(ALL_LAWS))
-        if unknown:
-            raise ValueError(f"laws: unknown {', '.join(unknown)}; expected some of {', '.join(ALL_LAWS)}")
+    _check_laws(laws)
     t0 = time.perf_counter()
     plan, missing = plan_samplers(adapters, target, device, family)
     run = VerifyRun(budget.name, device, unavailable=missing)

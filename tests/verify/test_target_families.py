@@ -156,6 +156,9 @@ def test_law_selects_by_exact_name_where_only_matches_substrings():
     assert names(laws=["joint"]) == {("disjoint_V10_K2", "joint"), ("sparse_V32_K2", "joint")}
 
 
-def test_unknown_law_is_a_usage_error(capsys):
+def test_unknown_law_is_a_usage_error(capsys, specsample_certify):
+    """A misspelt law certifies nothing: the CLI exits 2, the pytest plugin raises, both naming it."""
     assert _verify("--law", "jointt", "--adapter", "reference") == 2
     assert "unknown jointt" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown jointt"):
+        specsample_certify(G.fast_sample_own_stream, family="gumbel", laws=["jointt"])
