@@ -406,27 +406,40 @@ def run_mutants(
     salt: int = 0,
     stop_at_first_kill: bool = False,
     include_kernel: bool = True,
+    select=None,
+    baseline: bool = True,
 ):
     """Certify each mutant at `budget`; returns (list[MutantResult], baseline records).
 
     Every mutant runs every certificate (killed_by lists every law that failed) unless
     `stop_at_first_kill`. Kernel mutants run under the interpreter on the CPU, so they use
     `kernel_case_filter` (default: DEFAULT_KERNEL_MUTANT_CASES); the baseline for them is the
-    unmutated kernel, certified by `make verify` itself."""
+    unmutated kernel, certified by `make verify` itself. `only` keeps the mutants whose name
+    contains one of its strings, `select(mutant)` those it returns True for (given both, a
+    mutant must pass both); `baseline=False` skips the unmutated references' certificates (returns []
+    for them), for a caller that certifies them once and runs the catalogue in parts."""
     from specsample.verify import logits_family, runner
 
     if kernel_case_filter is None:
         kernel_case_filter = lambda case: case.name in DEFAULT_KERNEL_MUTANT_CASES  # noqa: E731
     results = []
-    baseline = runner.certify_sampler_family(
-        "chain", mutable_sampler(name="verify-baseline"), budget, case_filter=case_filter, salt=salt
-    )
-    baseline += runner.certify_sampler_family(
-        "gumbel", reference_gumbel_sampler(name="gumbel-baseline"), budget, case_filter=case_filter, salt=salt
-    )
-    baseline += logits_family.certify_logits(logits_family.mutable_logits_sampler(), budget, salt=salt)
+    base = []
+    if baseline:
+        base = runner.certify_sampler_family(
+            "chain", mutable_sampler(name="verify-baseline"), budget, case_filter=case_filter, salt=salt
+        )
+        base += runner.certify_sampler_family(
+            "gumbel",
+            reference_gumbel_sampler(name="gumbel-baseline"),
+            budget,
+            case_filter=case_filter,
+            salt=salt,
+        )
+        base += logits_family.certify_logits(logits_family.mutable_logits_sampler(), budget, salt=salt)
     for m in catalogue(include_kernel):
         if only and not any(tok in m.name for tok in only):
+            continue
+        if select is not None and not select(m):
             continue
         kernel = m.applied_to.startswith("kernel")
         try:
@@ -470,7 +483,7 @@ def run_mutants(
         results.append(m.result(bool(failed), killed_by, "" if failed else "survived", examples))
         if progress:
             progress(m.name, bool(failed))
-    return results, baseline
+    return results, base
 
 
 # Cases kernel mutants run on (interpreter time): classic, one-hot, the fallback path, ragged counts.
