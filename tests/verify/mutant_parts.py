@@ -1,10 +1,11 @@
 """The mutant catalogue in parts, one test module each, so that `ci/gpu/pytest_shards.py` (one shard per
 file) runs the parts side by side: on the H200 the whole catalogue in one module's fixture took 421 s of the
-suite's 452 s (run 215), each kernel mutant compiling its own patched kernels.
+suite's 452 s (run 215), each kernel mutant compiling its own patched kernels; the parts took 241 s side by
+side in a later run (217; two runs, not a same-run ratio).
 
 Parts: the reference-copy mutants (with the unmutated references' baseline, tests/verify/test_mutants.py),
 and the kernel mutants of each family, chain, Gumbel and logits (test_mutants_kernel_<family>.py). H200 run
-217, four processes: 241 s for the catalogue (chain part 238 s, logits 175, reference 103, Gumbel 15).
+217, four processes: chain part 238 s, logits 175, reference 103, Gumbel 15.
 `test_mutants.py` checks that the parts cover the catalogue, each mutant in exactly one part.
 """
 
