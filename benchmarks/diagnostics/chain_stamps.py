@@ -1,0 +1,318 @@
+"""Where a chain call's device time goes, by `%globaltimer` stamps inside the kernel.
+
+    TRITON_CACHE_DIR=/tmp/tc_stamps python3 benchmarks/diagnostics/chain_stamps.py --out stamps.jsonl
+
+Issue 4's three large fp32 shapes stand 6-7 µs over a pure read of their bytes (benchmarks/NOTES.md,
+sessions 28-39). The ablations of session 30 (runs 177-178) removed one step at a time and measured
+the whole call; this times the steps where they happen. `_chain_kernel` and `_emit_rows` are copied
+from specsample/kernels/chain.py's source (so the copy follows any change there) with stamps added:
+
+- every program: s0 at its start, s1 once the emit position `a` is known (the acceptance prologue's
+  gathers), s2 once its stream's last partial is stored (the last chunk's data arrived), s3 once its
+  arrival atomic returned, and the SM it ran on (%smid);
+- the last program of each row (the emit): e0 at entry, e1 once the spans' totals are loaded and summed,
+  e2 once the chunk is located (its span's running sums loaded), e3 once the re-read chunk is scanned
+  (the token), e4 after the stores are issued.
+
+%globaltimer is in ns and comparable across SMs (32 ns steps on the H200). Each call is preceded by
+ab_device_time.py's zero_pause flush (do_bench's 256 MB zero_, then a 100 µs device pause), so the L2
+holds dirty lines as under do_bench. Per call, every stamp is taken relative to the earliest s0; the
+record gives the medians over `--calls` calls of: the first and last program start, the prologue's end
+(median and last program), the streams' end (median and last), the last arrival, each emit step's
+duration (median over rows, and for the row that ends last) and the last stamp (the kernel's end as the
+stamps see it). zero_pause_us of the stamped and of the production call, timed in the same process,
+say what the stamps cost and how much of the event-timed call lies outside the stamps (launch, drain).
+`--raw DIR` keeps the last call's stamps of each shape (.npz: programs [P, 5], emits [rows, 5], ns), for
+per-program questions such as which SMs finish their streams first (run 219: at (128, 8, 128256) the
+24 SMs numbered 32-43, 78-87 and 126-127 stream their spans in ~26 µs, the others in ~32, call after
+call). `--label` tags the lines (e.g. a variant under an environment switch).
+Under TRITON_INTERPRET=1 the stamps read 0 (a smoke test of the source transformation and the launch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import inspect
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, REPO)
+
+SHAPES = ((16, 4, 128256), (64, 4, 151936), (128, 8, 128256), (1, 4, 32000))
+PROGRAM_STAMPS = ("start", "prologue", "stream", "arrival")  # s0..s3
+EMIT_STAMPS = ("emit_entry", "span_totals", "chunk_located", "token", "stores")  # e0..e4
+
+_STAMP_GPU = '''
+@triton.jit
+def _gt(after):
+    """%globaltimer (ns), read once `after` is available: the max over its lanes."""
+    t = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [after.to(tl.int32)],
+                                  dtype=tl.int64, is_pure=False, pack=1)
+    return tl.max(t, axis=0)
+
+
+@triton.jit
+def _smid(after):
+    """%smid, the SM the program runs on."""
+    t = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [after.to(tl.int32)],
+                                  dtype=tl.int32, is_pure=False, pack=1)
+    return tl.max(t, axis=0).to(tl.int64)
+'''
+_STAMP_INTERPRETER = """
+@triton.jit
+def _gt(after):
+    return tl.max(after.to(tl.int64) * 0, axis=0)
+
+
+@triton.jit
+def _smid(after):
+    return tl.max(after.to(tl.int64) * 0, axis=0)
+"""
+
+
+def _replace_once(src: str, old: str, new: str) -> str:
+    if src.count(old) != 1:
+        raise RuntimeError(f"chain.py changed: {old!r} occurs {src.count(old)} times (expected once)")
+    return src.replace(old, new)
+
+
+def _replace_all(src: str, old: str, new: str, times: int) -> str:
+    if src.count(old) != times:
+        raise RuntimeError(f"chain.py changed: {old!r} occurs {src.count(old)} times (expected {times})")
+    return src.replace(old, new)
+
+
+_STORE_PROGRAM = (
+    "    at = stamp_ptr + (pid_rows * tl.num_programs(1) + tl.program_id(1)) * 5\n"
+    + "".join(f"    tl.store(at + {i}, s{i})\n" for i in range(4))
+    + "    tl.store(at + 4, _smid(rows.to(tl.int32)))\n"
+)
+_STORE_EMIT = "".join(f"    tl.store(stamp_ptr + {i}, e{i})\n" for i in range(5))
+_ARRIVAL = '    arrived = tl.atomic_add(arrivals_ptr + pid_rows, 1, sem="acq_rel")\n'
+_TOKEN = "    token = tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1)\n"
+_LOCAL = '    local = tl.where(found, target - before, float("inf"))'
+# (text in chain.py, its stamped replacement): each must occur exactly once
+_EMIT_EDITS = (
+    ("def _emit_rows(\n    p_ptr,", "def _emit_rows(\n    stamp_ptr, p_ptr,"),
+    ("    rejected = a < n\n", "    e0 = _gt(rows.to(tl.int32))\n    rejected = a < n\n"),
+    (
+        "    valid = row_ok & (total > 0.0)\n",
+        "    valid = row_ok & (total > 0.0)\n    e1 = _gt(valid.to(tl.int32))\n",
+    ),
+    (_LOCAL, "    e2 = _gt(chunk.to(tl.int32))\n" + _LOCAL),
+    (_TOKEN, _TOKEN + "    e3 = _gt(token.to(tl.int32))\n"),
+)
+_KERNEL_EDITS = (
+    ("def _chain_kernel(\n", "def _chain_kernel_stamped(\n    stamp_ptr, emit_stamp_ptr,\n"),
+    ("    row_ok = rows < B\n", "    row_ok = rows < B\n    s0 = _gt(rows.to(tl.int32))\n"),
+    ("    rejected = a < n\n", "    rejected = a < n\n    s1 = _gt(a.to(tl.int32))\n"),
+    (
+        _ARRIVAL,
+        "    s2 = _gt(fin.to(tl.int32))\n"
+        + _ARRIVAL
+        + "    s3 = _gt(rows.to(tl.int32) * 0 + arrived)\n"
+        + _STORE_PROGRAM,
+    ),
+    ("        _emit_rows(p_ptr,", "        _emit_rows(emit_stamp_ptr + pid_rows * 5, p_ptr,"),
+)
+
+
+def stamped_sources(chain_module) -> str:
+    """The generated module's source: stamped `_stream_chunks`, `_emit_rows` and `_chain_kernel`."""
+    stream = inspect.getsource(chain_module._stream_chunks.fn)
+    stream = stream.rstrip("\n") + "\n    return run_r + run_p\n"  # the stream's end, as a value
+    emit = inspect.getsource(chain_module._emit_rows.fn)
+    for old, new in _EMIT_EDITS:
+        emit = _replace_once(emit, old, new)
+    emit = emit.rstrip("\n") + "\n    e4 = _gt(rows.to(tl.int32))\n" + _STORE_EMIT
+    kernel = inspect.getsource(chain_module._chain_kernel.fn)
+    kernel = _replace_all(kernel, "        _stream_chunks(", "        fin = _stream_chunks(", 3)
+    for old, new in _KERNEL_EDITS:
+        kernel = _replace_once(kernel, old, new)
+    return stream + "\n\n" + emit + "\n\n" + kernel
+
+
+def load_stamped_kernel(interpreting: bool):
+    """The stamped `_chain_kernel_stamped`, from a generated module (Triton reads a kernel's source
+    from its file)."""
+    from specsample.kernels import chain
+
+    head = (
+        "import triton\nimport triton.language as tl\n"
+        "from specsample.kernels import chain as _chain\n"
+        "globals().update({k: v for k, v in vars(_chain).items() if not k.startswith('__')})\n\n"
+    )
+    src = head + (_STAMP_INTERPRETER if interpreting else _STAMP_GPU) + "\n\n" + stamped_sources(chain)
+    path = os.path.join(tempfile.mkdtemp(), "chain_stamped_gen.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location("chain_stamped_gen", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._chain_kernel_stamped
+
+
+def stamped_call(kernel, p, x, q, u, overrides: tuple = ()):
+    """A call of the stamped kernel with the production launch plan and arguments; returns (call,
+    program stamps [grid0 * grid1, 5] int64 (s0..s3, the SM), emit stamps [grid0, 5] int64, result).
+    `overrides`: sorted (name, value) pairs for chain._launch_config (the tests' multi-program grids)."""
+    import torch
+
+    from specsample.kernels import _copy_policy, chain
+    from specsample.kernels.result import empty_result
+
+    batch, k_plus_1, vocab = p.shape
+    row_bytes = p.element_size() + q.element_size()
+    plan_key = (batch, k_plus_1, vocab, True, False, False, False, row_bytes, overrides)
+    plan = chain._plan(*plan_key)
+    programs = torch.zeros(plan.grid[0] * plan.grid[1], 5, dtype=torch.int64, device=p.device)
+    emits = torch.zeros(plan.grid[0], 5, dtype=torch.int64, device=p.device)
+    result = empty_result(batch, k_plus_1, p.device)
+    strides = (*p.stride(), *q.stride(), *x.stride(), 0, *u.stride(), 0, 0)
+    sizes = (batch, vocab, plan.num_chunks, plan.tiles, *strides)
+    scratch = chain._scratch(p.device, batch, plan)
+    args = chain._kernel_args(p, x, q, None, u, None, None, *scratch, result, sizes)
+    name = "_chain_kernel_stamped"
+
+    def call():
+        if _copy_policy.enabled():
+            with _copy_policy.evict_first_copies(name):
+                kernel[plan.grid](programs, emits, *args, **plan.meta)
+        else:
+            kernel[plan.grid](programs, emits, *args, **plan.meta)
+        return result
+
+    return call, programs, emits, result
+
+
+def timeline(programs, emits) -> dict:
+    """One call's stamps (numpy int64 arrays) as µs after the earliest program start."""
+    import numpy as np
+
+    t0 = programs[:, 0].min()
+    s = (programs[:, :4] - t0) / 1e3
+    e = (emits - t0) / 1e3
+    last_row = int(np.argmax(e[:, 4]))
+    steps = np.diff(e, axis=1)  # entry -> totals -> located -> token -> stores
+    out = {
+        "start_last": float(s[:, 0].max()),
+        "prologue_median": float(np.median(s[:, 1])),
+        "prologue_last": float(s[:, 1].max()),
+        "stream_median": float(np.median(s[:, 2])),
+        "stream_last": float(s[:, 2].max()),
+        "arrival_last": float(s[:, 3].max()),
+        "emit_entry_last_row": float(e[last_row, 0]),
+        "end": float(e[:, 4].max()),
+    }
+    for i, name in enumerate(EMIT_STAMPS[1:]):
+        out[f"{name}_step_median"] = float(np.median(steps[:, i]))
+        out[f"{name}_step_last_row"] = float(steps[last_row, i])
+    out["emit_median"] = float(np.median(e[:, 4] - e[:, 0]))
+    return out
+
+
+def per_sm_streams(programs) -> dict:
+    """From one call's program stamps [P, 5]: each SM's median stream time (s2 - s1, µs) over its
+    programs, and the SMs whose median lies more than 10% under the median of all SMs."""
+    import numpy as np
+
+    stream = (programs[:, 2] - programs[:, 1]) / 1e3
+    sms = np.unique(programs[:, 4])
+    medians = {int(k): float(np.median(stream[programs[:, 4] == k])) for k in sms}
+    overall = float(np.median(list(medians.values())))
+    fast = sorted(k for k, m in medians.items() if m < 0.9 * overall)
+    return {"sm_medians": medians, "median_of_sms": overall, "fast_sms": fast}
+
+
+def analyse(directory: str) -> None:
+    """Print per_sm_streams for every .npz of `directory` (written by --raw)."""
+    import numpy as np
+
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".npz"):
+            continue
+        out = per_sm_streams(np.load(os.path.join(directory, name))["programs"])
+        meds = sorted(out["sm_medians"].values())
+        fast = out["fast_sms"]
+        fast_median = statistics.median(out["sm_medians"][k] for k in fast) if fast else float("nan")
+        print(f"{name}: SMs {len(meds)}, median stream over SMs {out['median_of_sms']:.2f} µs "
+              f"(fastest {meds[0]:.2f}, slowest {meds[-1]:.2f}); {len(fast)} SMs > 10% faster "
+              f"(their median {fast_median:.2f}): {fast}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="JSON-lines file to append to (required unless --analyse)")
+    ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--shape", action="append", default=[], metavar="B:K:V", help="instead of SHAPES")
+    ap.add_argument("--raw", help="directory: the last call's raw stamps per shape (.npz: programs, emits)")
+    ap.add_argument("--label", default="", help="recorded with each line (e.g. the variant under test)")
+    ap.add_argument("--analyse", metavar="DIR", help="only print per_sm_streams of DIR's .npz files (no GPU)")
+    args = ap.parse_args(argv)
+    if args.analyse:
+        analyse(args.analyse)
+        return 0
+
+    if not args.out:
+        ap.error("--out is required")
+    import numpy as np
+    import torch
+
+    import specsample
+    from benchmarks.floors import Case
+    from benchmarks.inputs import make_inputs
+    from specsample.kernels._launch import interpreting
+
+    cuda = torch.cuda.is_available() and not interpreting()
+    device = "cuda" if cuda else "cpu"
+    shapes = [tuple(int(v) for v in s.split(":")) for s in args.shape] or (SHAPES if cuda else [(3, 2, 700)])
+    kernel = load_stamped_kernel(not cuda)
+    if cuda:
+        from benchmarks.diagnostics.ab_device_time import timed_after, zero_pause_flush
+
+        flush = zero_pause_flush()
+    for b, k, v in shapes:
+        inputs = make_inputs(Case("chain", b, k, v, "float32"), device)
+        p, x, q, u = (inputs[name] for name in ("target_probs", "draft_token_ids", "draft_probs", "uniforms"))
+        production = functools.partial(specsample.chain_rejection_sample, p, x, q, uniforms=u)
+        call, programs, emits, result = stamped_call(kernel, p, x, q, u)
+        call()
+        want = production()
+        record = {"label": args.label, "B": b, "K": k, "V": v, "calls": args.calls,
+                  "equal_to_production": all(torch.equal(a, c) for a, c in zip(result, want, strict=True)),
+                  "programs": programs.shape[0]}  # fmt: skip
+        if cuda:
+            lines = []
+            for _ in range(args.calls):
+                flush()
+                call()
+                torch.cuda.synchronize()
+                lines.append(timeline(programs.cpu().numpy(), emits.cpu().numpy()))
+            record.update({key: round(statistics.median(t[key] for t in lines), 3) for key in lines[0]})
+            record["zero_pause_us_stamped"] = round(timed_after(call, flush, 100), 3)
+            record["zero_pause_us_production"] = round(timed_after(production, flush, 100), 3)
+            if args.raw:
+                os.makedirs(args.raw, exist_ok=True)
+                np.savez_compressed(
+                    os.path.join(args.raw, f"{args.label or 'stamps'}-B{b}-K{k}-V{v}.npz"),
+                    programs=programs.cpu().numpy(),
+                    emits=emits.cpu().numpy(),
+                )
+        else:
+            record.update(timeline(programs.cpu().numpy(), emits.cpu().numpy()))
+            record["stamps_nonzero"] = bool(np.any(programs.cpu().numpy()))
+        with open(args.out, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        print(json.dumps(record), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
