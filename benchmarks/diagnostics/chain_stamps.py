@@ -11,8 +11,9 @@ from specsample/kernels/chain.py's source (so the copy follows any change there)
   gathers), s2 once its stream's last partial is stored (the last chunk's data arrived), s3 once its
   arrival atomic returned, and the SM it ran on (%smid);
 - the last program of each row (the emit): e0 at entry, e1 once the spans' totals are loaded and summed,
-  e2 once the chunk is located (its span's running sums loaded), e3 once the re-read chunk is scanned
-  (the token), e4 after the stores are issued.
+  e2 once the chunk is located (its span's running sums loaded), e3 once the re-read chunk's values are
+  in registers (a max over them, which the stamp waits for), e4 once they are scanned (the token), e5 after
+  the stores are issued.
 
 %globaltimer is in ns and comparable across SMs (32 ns steps on the H200). Each call is preceded by
 ab_device_time.py's zero_pause flush (do_bench's 256 MB zero_, then a 100 µs device pause), so the L2
@@ -22,7 +23,8 @@ record gives the medians over `--calls` calls of: the first and last program sta
 duration (median over rows, and for the row that ends last) and the last stamp (the kernel's end as the
 stamps see it). zero_pause_us of the stamped and of the production call, timed in the same process,
 say what the stamps cost and how much of the event-timed call lies outside the stamps (launch, drain).
-`--raw DIR` keeps the last call's stamps of each shape (.npz: programs [P, 5], emits [rows, 5], ns), for
+`--raw DIR` keeps the last call's stamps of each shape (.npz: programs [P, 5], emits [rows, 6], ns;
+runs 218-219 recorded five emit stamps, before the re-read's), for
 per-program questions such as which SMs finish their streams first (run 219: at (128, 8, 128256) the
 24 SMs numbered 32-43, 78-87 and 126-127 stream their spans in ~26 µs, the others in ~32, call after
 call). `--label` tags the lines (e.g. a variant under an environment switch).
@@ -47,7 +49,7 @@ sys.path.insert(0, REPO)
 
 SHAPES = ((16, 4, 128256), (64, 4, 151936), (128, 8, 128256), (1, 4, 32000))
 PROGRAM_STAMPS = ("start", "prologue", "stream", "arrival")  # s0..s3
-EMIT_STAMPS = ("emit_entry", "span_totals", "chunk_located", "token", "stores")  # e0..e4
+EMIT_STAMPS = ("emit_entry", "span_totals", "chunk_located", "reread", "token", "stores")  # e0..e5
 
 _STAMP_GPU = '''
 @triton.jit
@@ -94,7 +96,8 @@ _STORE_PROGRAM = (
     + "".join(f"    tl.store(at + {i}, s{i})\n" for i in range(4))
     + "    tl.store(at + 4, _smid(rows.to(tl.int32)))\n"
 )
-_STORE_EMIT = "".join(f"    tl.store(stamp_ptr + {i}, e{i})\n" for i in range(5))
+_STORE_EMIT = "".join(f"    tl.store(stamp_ptr + {i}, e{i})\n" for i in range(len(EMIT_STAMPS)))
+_VALS = "    vals = tl.where(fallback[:, None], p_j, r)\n"
 _ARRIVAL = '    arrived = tl.atomic_add(arrivals_ptr + pid_rows, 1, sem="acq_rel")\n'
 _TOKEN = "    token = tl.where(valid & (pick >= 0), chunk * BLOCK_V + pick, -1)\n"
 _LOCAL = '    local = tl.where(found, target - before, float("inf"))'
@@ -107,7 +110,8 @@ _EMIT_EDITS = (
         "    valid = row_ok & (total > 0.0)\n    e1 = _gt(valid.to(tl.int32))\n",
     ),
     (_LOCAL, "    e2 = _gt(chunk.to(tl.int32))\n" + _LOCAL),
-    (_TOKEN, _TOKEN + "    e3 = _gt(token.to(tl.int32))\n"),
+    (_VALS, _VALS + "    e3 = _gt(tl.max(vals, axis=1).to(tl.int32))\n"),
+    (_TOKEN, _TOKEN + "    e4 = _gt(token.to(tl.int32))\n"),
 )
 _KERNEL_EDITS = (
     ("def _chain_kernel(\n", "def _chain_kernel_stamped(\n    stamp_ptr, emit_stamp_ptr,\n"),
@@ -120,7 +124,7 @@ _KERNEL_EDITS = (
         + "    s3 = _gt(rows.to(tl.int32) * 0 + arrived)\n"
         + _STORE_PROGRAM,
     ),
-    ("        _emit_rows(p_ptr,", "        _emit_rows(emit_stamp_ptr + pid_rows * 5, p_ptr,"),
+    ("        _emit_rows(p_ptr,", "        _emit_rows(emit_stamp_ptr + pid_rows * 6, p_ptr,"),
 )
 
 
@@ -131,7 +135,7 @@ def stamped_sources(chain_module) -> str:
     emit = inspect.getsource(chain_module._emit_rows.fn)
     for old, new in _EMIT_EDITS:
         emit = _replace_once(emit, old, new)
-    emit = emit.rstrip("\n") + "\n    e4 = _gt(rows.to(tl.int32))\n" + _STORE_EMIT
+    emit = emit.rstrip("\n") + "\n    e5 = _gt(rows.to(tl.int32))\n" + _STORE_EMIT
     kernel = inspect.getsource(chain_module._chain_kernel.fn)
     kernel = _replace_all(kernel, "        _stream_chunks(", "        fin = _stream_chunks(", 3)
     for old, new in _KERNEL_EDITS:
@@ -161,7 +165,7 @@ def load_stamped_kernel(interpreting: bool):
 
 def stamped_call(kernel, p, x, q, u, overrides: tuple = ()):
     """A call of the stamped kernel with the production launch plan and arguments; returns (call,
-    program stamps [grid0 * grid1, 5] int64 (s0..s3, the SM), emit stamps [grid0, 5] int64, result).
+    program stamps [grid0 * grid1, 5] int64 (s0..s3, the SM), emit stamps [grid0, 6] int64, result).
     `overrides`: sorted (name, value) pairs for chain._launch_config (the tests' multi-program grids)."""
     import torch
 
@@ -173,7 +177,7 @@ def stamped_call(kernel, p, x, q, u, overrides: tuple = ()):
     plan_key = (batch, k_plus_1, vocab, True, False, False, False, row_bytes, overrides)
     plan = chain._plan(*plan_key)
     programs = torch.zeros(plan.grid[0] * plan.grid[1], 5, dtype=torch.int64, device=p.device)
-    emits = torch.zeros(plan.grid[0], 5, dtype=torch.int64, device=p.device)
+    emits = torch.zeros(plan.grid[0], len(EMIT_STAMPS), dtype=torch.int64, device=p.device)
     result = empty_result(batch, k_plus_1, p.device)
     strides = (*p.stride(), *q.stride(), *x.stride(), 0, *u.stride(), 0, 0)
     sizes = (batch, vocab, plan.num_chunks, plan.tiles, *strides)
@@ -199,8 +203,8 @@ def timeline(programs, emits) -> dict:
     t0 = programs[:, 0].min()
     s = (programs[:, :4] - t0) / 1e3
     e = (emits - t0) / 1e3
-    last_row = int(np.argmax(e[:, 4]))
-    steps = np.diff(e, axis=1)  # entry -> totals -> located -> token -> stores
+    last_row = int(np.argmax(e[:, -1]))
+    steps = np.diff(e, axis=1)  # entry -> totals -> located -> reread -> token -> stores
     out = {
         "start_last": float(s[:, 0].max()),
         "prologue_median": float(np.median(s[:, 1])),
@@ -209,12 +213,12 @@ def timeline(programs, emits) -> dict:
         "stream_last": float(s[:, 2].max()),
         "arrival_last": float(s[:, 3].max()),
         "emit_entry_last_row": float(e[last_row, 0]),
-        "end": float(e[:, 4].max()),
+        "end": float(e[:, -1].max()),
     }
     for i, name in enumerate(EMIT_STAMPS[1:]):
         out[f"{name}_step_median"] = float(np.median(steps[:, i]))
         out[f"{name}_step_last_row"] = float(steps[last_row, i])
-    out["emit_median"] = float(np.median(e[:, 4] - e[:, 0]))
+    out["emit_median"] = float(np.median(e[:, -1] - e[:, 0]))
     return out
 
 

@@ -33,7 +33,7 @@ def test_stamped_kernel_equals_production(device, stamped_kernel, overrides):
         assert torch.equal(got, expected)
     if overrides:
         assert programs.shape == (3 * 4, 5)  # 3 rows x 4 spans of 2 chunks; s0..s3 and the SM
-        assert emits.shape == (3, 5)
+        assert emits.shape == (3, 6)
     if device == "cuda":
         prog = programs.cpu().numpy()
         assert (np.diff(prog[:, :4], axis=1) >= 0).all() and (prog[:, 0] > 0).all()
@@ -44,7 +44,7 @@ def test_timeline_fields():
     # two programs of one row block: starts 1000 / 1100 ns, prologue ends 2000 / 2500, streams end
     # 5000 / 9000, arrivals 5500 / 9600; the emit (the second program) 9700 .. 12000
     programs = np.array([[1000, 2000, 5000, 5500, 7], [1100, 2500, 9000, 9600, 8]], dtype=np.int64)
-    emits = np.array([[9700, 10000, 10500, 11800, 12000]], dtype=np.int64)
+    emits = np.array([[9700, 10000, 10500, 11100, 11800, 12000]], dtype=np.int64)
     t = timeline(programs, emits)
     assert t["start_last"] == pytest.approx(0.1)
     assert t["prologue_median"] == pytest.approx(1.25) and t["prologue_last"] == pytest.approx(1.5)
@@ -52,6 +52,7 @@ def test_timeline_fields():
     assert t["arrival_last"] == pytest.approx(8.6) and t["emit_entry_last_row"] == pytest.approx(8.7)
     assert t["span_totals_step_last_row"] == pytest.approx(0.3)
     assert t["chunk_located_step_last_row"] == pytest.approx(0.5)
-    assert t["token_step_last_row"] == pytest.approx(1.3)
+    assert t["reread_step_last_row"] == pytest.approx(0.6)
+    assert t["token_step_last_row"] == pytest.approx(0.7)
     assert t["stores_step_last_row"] == pytest.approx(0.2)
     assert t["end"] == pytest.approx(11.0) and t["emit_median"] == pytest.approx(2.3)
