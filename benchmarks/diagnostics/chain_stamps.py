@@ -79,13 +79,9 @@ def _smid(after):
 """
 
 
-def _replace_once(src: str, old: str, new: str) -> str:
-    if src.count(old) != 1:
-        raise RuntimeError(f"chain.py changed: {old!r} occurs {src.count(old)} times (expected once)")
-    return src.replace(old, new)
-
-
-def _replace_all(src: str, old: str, new: str, times: int) -> str:
+def _replace(src: str, old: str, new: str, times: int = 1) -> str:
+    """`src` with `old` replaced by `new`, which must occur exactly `times` times (else chain.py changed
+    under the edit: fail rather than stamp the wrong place)."""
     if src.count(old) != times:
         raise RuntimeError(f"chain.py changed: {old!r} occurs {src.count(old)} times (expected {times})")
     return src.replace(old, new)
@@ -93,8 +89,8 @@ def _replace_all(src: str, old: str, new: str, times: int) -> str:
 
 _STORE_PROGRAM = (
     "    at = stamp_ptr + (pid_rows * tl.num_programs(1) + tl.program_id(1)) * 5\n"
-    + "".join(f"    tl.store(at + {i}, s{i})\n" for i in range(4))
-    + "    tl.store(at + 4, _smid(rows.to(tl.int32)))\n"
+    + "".join(f"    tl.store(at + {i}, s{i})\n" for i in range(len(PROGRAM_STAMPS)))
+    + f"    tl.store(at + {len(PROGRAM_STAMPS)}, _smid(rows.to(tl.int32)))\n"
 )
 _STORE_EMIT = "".join(f"    tl.store(stamp_ptr + {i}, e{i})\n" for i in range(len(EMIT_STAMPS)))
 _VALS = "    vals = tl.where(fallback[:, None], p_j, r)\n"
@@ -134,12 +130,12 @@ def stamped_sources(chain_module) -> str:
     stream = stream.rstrip("\n") + "\n    return run_r + run_p\n"  # the stream's end, as a value
     emit = inspect.getsource(chain_module._emit_rows.fn)
     for old, new in _EMIT_EDITS:
-        emit = _replace_once(emit, old, new)
+        emit = _replace(emit, old, new)
     emit = emit.rstrip("\n") + "\n    e5 = _gt(rows.to(tl.int32))\n" + _STORE_EMIT
     kernel = inspect.getsource(chain_module._chain_kernel.fn)
-    kernel = _replace_all(kernel, "        _stream_chunks(", "        fin = _stream_chunks(", 3)
+    kernel = _replace(kernel, "        _stream_chunks(", "        fin = _stream_chunks(", times=3)
     for old, new in _KERNEL_EDITS:
-        kernel = _replace_once(kernel, old, new)
+        kernel = _replace(kernel, old, new)
     return stream + "\n\n" + emit + "\n\n" + kernel
 
 
@@ -170,13 +166,17 @@ def stamped_call(kernel, p, x, q, u, overrides: tuple = ()):
     import torch
 
     from specsample.kernels import _copy_policy, chain
+    from specsample.kernels._launch import int32_offsets_fit
     from specsample.kernels.result import empty_result
 
     batch, k_plus_1, vocab = p.shape
     row_bytes = p.element_size() + q.element_size()
-    plan_key = (batch, k_plus_1, vocab, True, False, False, False, row_bytes, overrides)
+    wide = not int32_offsets_fit(vocab, p.stride(2), q.stride(2))  # as chain._launch decides it
+    plan_key = (batch, k_plus_1, vocab, True, False, False, wide, row_bytes, overrides)
     plan = chain._plan(*plan_key)
-    programs = torch.zeros(plan.grid[0] * plan.grid[1], 5, dtype=torch.int64, device=p.device)
+    programs = torch.zeros(
+        plan.grid[0] * plan.grid[1], len(PROGRAM_STAMPS) + 1, dtype=torch.int64, device=p.device
+    )
     emits = torch.zeros(plan.grid[0], len(EMIT_STAMPS), dtype=torch.int64, device=p.device)
     result = empty_result(batch, k_plus_1, p.device)
     strides = (*p.stride(), *q.stride(), *x.stride(), 0, *u.stride(), 0, 0)
@@ -201,7 +201,7 @@ def timeline(programs, emits) -> dict:
     import numpy as np
 
     t0 = programs[:, 0].min()
-    s = (programs[:, :4] - t0) / 1e3
+    s = (programs[:, : len(PROGRAM_STAMPS)] - t0) / 1e3
     e = (emits - t0) / 1e3
     last_row = int(np.argmax(e[:, -1]))
     steps = np.diff(e, axis=1)  # entry -> totals -> located -> reread -> token -> stores
@@ -227,9 +227,9 @@ def per_sm_streams(programs) -> dict:
     programs, and the SMs whose median lies more than 10% under the median of all SMs."""
     import numpy as np
 
+    sm = programs[:, len(PROGRAM_STAMPS)]
     stream = (programs[:, 2] - programs[:, 1]) / 1e3
-    sms = np.unique(programs[:, 4])
-    medians = {int(k): float(np.median(stream[programs[:, 4] == k])) for k in sms}
+    medians = {int(k): float(np.median(stream[sm == k])) for k in np.unique(sm)}
     overall = float(np.median(list(medians.values())))
     fast = sorted(k for k, m in medians.items() if m < 0.9 * overall)
     return {"sm_medians": medians, "median_of_sms": overall, "fast_sms": fast}
