@@ -27,7 +27,8 @@ say what the stamps cost and how much of the event-timed call lies outside the s
 runs 218-219 recorded five emit stamps, before the re-read's), for
 per-program questions such as which SMs finish their streams first (run 219: at (128, 8, 128256) the
 24 SMs numbered 32-43, 78-87 and 126-127 stream their spans in ~26 µs, the others in ~32, call after
-call). `--label` tags the lines (e.g. a variant under an environment switch).
+call). `--label` tags the lines (e.g. a variant under an environment switch); `--config NAME=INT` (repeatable)
+overrides a field of chain._launch_config for the stamped and the production call alike (run 228).
 Under TRITON_INTERPRET=1 the stamps read 0 (a smoke test of the source transformation and the launch).
 """
 
@@ -259,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--raw", help="directory: the last call's raw stamps per shape (.npz: programs, emits)")
     ap.add_argument("--label", default="", help="recorded with each line (e.g. the variant under test)")
     ap.add_argument("--analyse", metavar="DIR", help="only print per_sm_streams of DIR's .npz files (no GPU)")
+    ap.add_argument("--config", action="append", default=[], metavar="NAME=INT",
+                    help="a chain._launch_config override (tiles, num_stages, block_v, num_warps, maxnreg), "
+                         "for the stamped call and the production call alike")
     args = ap.parse_args(argv)
     if args.analyse:
         analyse(args.analyse)
@@ -277,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     cuda = torch.cuda.is_available() and not interpreting()
     device = "cuda" if cuda else "cpu"
     shapes = [tuple(int(v) for v in s.split(":")) for s in args.shape] or (SHAPES if cuda else [(3, 2, 700)])
+    overrides = tuple(sorted((name, int(value)) for name, value in (c.split("=") for c in args.config)))
     kernel = load_stamped_kernel(not cuda)
     if cuda:
         from benchmarks.diagnostics.ab_device_time import timed_after, zero_pause_flush
@@ -285,11 +290,16 @@ def main(argv: list[str] | None = None) -> int:
     for b, k, v in shapes:
         inputs = make_inputs(Case("chain", b, k, v, "float32"), device)
         p, x, q, u = (inputs[name] for name in ("target_probs", "draft_token_ids", "draft_probs", "uniforms"))
-        production = functools.partial(specsample.chain_rejection_sample, p, x, q, uniforms=u)
-        call, programs, emits, result = stamped_call(kernel, p, x, q, u)
+        if overrides:  # the production kernel under the same plan
+            from specsample.kernels import chain
+
+            production = functools.partial(chain._launch, p, x, q, None, u, None, None, **dict(overrides))
+        else:
+            production = functools.partial(specsample.chain_rejection_sample, p, x, q, uniforms=u)
+        call, programs, emits, result = stamped_call(kernel, p, x, q, u, overrides)
         call()
         want = production()
-        record = {"label": args.label, "B": b, "K": k, "V": v, "calls": args.calls,
+        record = {"label": args.label, "B": b, "K": k, "V": v, "calls": args.calls, "config": dict(overrides),
                   "equal_to_production": all(torch.equal(a, c) for a, c in zip(result, want, strict=True)),
                   "programs": programs.shape[0]}  # fmt: skip
         if cuda:
