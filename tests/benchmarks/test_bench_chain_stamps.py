@@ -56,3 +56,21 @@ def test_timeline_fields():
     assert t["token_step_last_row"] == pytest.approx(0.7)
     assert t["stores_step_last_row"] == pytest.approx(0.2)
     assert t["end"] == pytest.approx(11.0) and t["emit_median"] == pytest.approx(2.3)
+
+
+def test_main_applies_config_to_both_calls(tmp_path, device):
+    # --config is recorded and reaches the stamped call (its grid: 3 rows x 4 spans, where the interpreter's
+    # default is one program); the production call under the same plan computes the same outputs
+    if device == "cuda":
+        pytest.skip("main times 30+ calls per shape on a GPU; the stamped grid is checked above")
+    import json
+
+    from benchmarks.diagnostics.chain_stamps import main
+
+    out = tmp_path / "s.jsonl"
+    config = [arg for name, value in _SPAN_GRID for arg in ("--config", f"{name}={value}")]
+    assert main(["--out", str(out), "--shape", "3:2:1000", *config]) == 0
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["config"] == dict(_SPAN_GRID)
+    assert record["programs"] == 3 * 4
+    assert record["equal_to_production"] is True
