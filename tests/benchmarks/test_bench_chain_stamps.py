@@ -58,7 +58,7 @@ def test_timeline_fields():
     assert t["end"] == pytest.approx(11.0) and t["emit_median"] == pytest.approx(2.3)
 
 
-def test_main_applies_config_to_both_calls(tmp_path, device):
+def test_main_records_config_and_stamps_that_plan(tmp_path, device):
     # --config is recorded and reaches the stamped call (its grid: 3 rows x 4 spans, where the interpreter's
     # default is one program); the production call under the same plan computes the same outputs
     if device == "cuda":
@@ -74,3 +74,5 @@ def test_main_applies_config_to_both_calls(tmp_path, device):
     assert record["config"] == dict(_SPAN_GRID)
     assert record["programs"] == 3 * 4
     assert record["equal_to_production"] is True
+    with pytest.raises(SystemExit):  # not NAME=INT: a usage error, not a traceback
+        main(["--out", str(out), "--config", "tiles"])
