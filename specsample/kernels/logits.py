@@ -38,9 +38,12 @@ do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ on
    runs draft i's acceptance test with a margin (`_certain_rejection`: rejects only where the accept
    kernel's test certainly rejects too) and marks request b; programs of later positions that find
    the mark skip their rows. The grid is position-major, and the GPU starts programs in index order,
-   so a position's marks are mostly set before the next position's programs start. The outputs are
-   the eager pass's bit for bit (tests/kernels/test_logits_lazy.py); what it saves depends on where
-   requests reject (benchmarks/diagnostics/lazy_stats.py). A chunk is read as loaded and read
+   so a position's marks are mostly set before the next position's programs start; a program of a
+   later position that started before the mark reads it again beside every tile's load and stops
+   there (`stats_recheck`). Each request's mark and each row's arrival counter sit on a 128-byte
+   line of their own (STATE_WORDS): packed, thousands of programs queued on a few L2 lines. The
+   outputs are the eager pass's bit for bit (tests/kernels/test_logits_lazy.py); what it saves
+   depends on where requests reject (benchmarks/diagnostics/lazy_stats.py). A chunk is read as loaded and read
    again through the NaN / inf clean only where its sum comes out NaN (`_any_nan`; the 16-bit
    passes are bound by instructions: H200 run 134, one-hot bf16 (128, 8, 128256) 100.5 -> 94.2 µs).
 2. `_logits_accept_kernel`, grid (request blocks): combines the chunk statistics of its requests
@@ -146,6 +149,11 @@ _NO_COL: tl.constexpr = tl.constexpr(1 << 30)  # above any column offset within 
 _LAZY_STATS = os.environ.get("SPECSAMPLE_LAZY_STATS", "1")
 if _LAZY_STATS not in ("0", "1"):
     raise ValueError(f"SPECSAMPLE_LAZY_STATS must be '0' or '1', got {_LAZY_STATS!r}")
+# the lazy pass's state of request b is word b * STATE_WORDS, its arrival counter of (b, i) word
+# (b K + i) STATE_WORDS: one 128-byte line each. Packed, ~4,000 programs reading or counting on the same few
+# lines queue at one L2 slice
+STATE_WORDS = 32
+_STATE_WORDS: tl.constexpr = tl.constexpr(STATE_WORDS)
 GROUP_TOKENS = 256  # tokens per group of the residual draw (the Philox index of a group is v // 256)
 _GROUP: tl.constexpr = tl.constexpr(GROUP_TOKENS)
 _INF: tl.constexpr = tl.constexpr(float("inf"))
@@ -319,6 +327,32 @@ def _stats_load(row, need, cols, V, s_v, MASKED: tl.constexpr):
 
 
 @triton.jit
+def _watched_load(row, live, cols, V, s_v, MASKED: tl.constexpr):
+    """_stats_load for RECHECK's loops: nothing loaded off `live` (no `other`: such a row's tile is not
+    summed, so its values do not matter), -inf past V with MASKED."""
+    if MASKED:
+        return load_once(row + cols * s_v, live & (cols < V), float("-inf"))
+    return load_once(row + cols * s_v, live, None)
+
+
+@triton.jit
+def _flag_load(flag_ptr, flag_on, RECHECK: tl.constexpr):
+    """RECHECK: the rows' requests' lazy state (one L2 read, issued beside a tile's load), else 0."""
+    if RECHECK:
+        return tl.load(flag_ptr, mask=flag_on, other=0, cache_modifier=".cg")
+    return flag_on.to(tl.int32) * 0
+
+
+@triton.jit
+def _recheck(live, flag, flag_at, RECHECK: tl.constexpr):
+    """RECHECK: `live` less the rows that an earlier position's certain rejection has made unused
+    since the program started (state > K+1-i, as _stats_block's first test)."""
+    if RECHECK:
+        live = live & (flag <= flag_at)
+    return live
+
+
+@triton.jit
 def _part_stats_tile(l, col0, in_tile, V, scale, t_max, t_sum, t_arg, any_greedy, part, part_ok, out_row,
                      gmax_ptr, gsum_ptr, CLEAN: tl.constexpr):  # fmt: skip
     """One [R, NG, GW] tile l (as loaded; its columns col0 + in_tile [NG, GW]) of _part_stats_tiles:
@@ -349,8 +383,9 @@ def _part_stats_tile(l, col0, in_tile, V, scale, t_max, t_sum, t_arg, any_greedy
 
 @triton.jit
 def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V, NP, st_v, gmax_ptr,
-                      gsum_ptr, chunk_start, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr,
-                      TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
+                      gsum_ptr, chunk_start, flag_ptr, flag_on, flag_at, BLOCK_ROWS: tl.constexpr,
+                      BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
+                      RECHECK: tl.constexpr = False):  # fmt: skip
     """_stats_block's target statistics with parts (one-hot drafts; classic with PART_STATS), tile by
     tile as [R, NG, GW] parts: the chunk's (max, sum-exp, first argmax) [R], and for each part k
     (columns [k GW, (k+1) GW)) a reference m_k >= its max (the chunk's running max after its tile)
@@ -368,19 +403,21 @@ def _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V
     if plain:
         t_max, t_sum, t_arg = _part_stats_chunk(t_row, need, row_ok[:, None], first_col, in_tile, part_base,
                                                 V, NP, st_v, scale, any_greedy, out_row, gmax_ptr, gsum_ptr,
-                                                False, BLOCK_ROWS, BLOCK_V, NG, TILES, PREFETCH)  # fmt: skip
+                                                flag_ptr, flag_on, flag_at, False, BLOCK_ROWS, BLOCK_V, NG,
+                                                TILES, PREFETCH, RECHECK)  # fmt: skip
     else:
         t_max, t_sum, t_arg = _part_stats_chunk(t_row, need, row_ok[:, None], first_col, in_tile, part_base,
                                                 V, NP, st_v, scale, any_greedy, out_row, gmax_ptr, gsum_ptr,
-                                                True, BLOCK_ROWS, BLOCK_V, NG, TILES, PREFETCH)  # fmt: skip
+                                                flag_ptr, flag_on, flag_at, True, BLOCK_ROWS, BLOCK_V, NG,
+                                                TILES, PREFETCH, RECHECK)  # fmt: skip
     return t_max, t_sum, t_arg
 
 
 @triton.jit
 def _part_stats_chunk(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v, scale, any_greedy,
-                      out_row, gmax_ptr, gsum_ptr, MASKED: tl.constexpr, BLOCK_ROWS: tl.constexpr,
-                      BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr,
-                      PREFETCH: tl.constexpr):  # fmt: skip
+                      out_row, gmax_ptr, gsum_ptr, flag_ptr, flag_on, flag_at, MASKED: tl.constexpr,
+                      BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr,
+                      PREFETCH: tl.constexpr, RECHECK: tl.constexpr = False):  # fmt: skip
     """_part_stats_loop over the chunk as loaded, then, where its sum is NaN (_any_nan), once more
     cleaned, rewriting its part statistics. The re-read runs without PREFETCH: with it the stats
     programs took 89 registers (offline SASS), against 71 without and 64 before the re-read."""
@@ -389,11 +426,13 @@ def _part_stats_chunk(t_row, need, row_ok, first_col, in_tile, part_base, V, NP,
     a0 = tl.zeros((BLOCK_ROWS,), tl.int64)
     t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v,
                                            scale, m0, s0, a0, any_greedy, out_row, gmax_ptr, gsum_ptr,
-                                           MASKED, BLOCK_V, NG, TILES, PREFETCH, False)  # fmt: skip
+                                           flag_ptr, flag_on, flag_at, MASKED, BLOCK_V, NG, TILES, PREFETCH,
+                                           False, RECHECK)  # fmt: skip
     if _any_nan(t_sum):
         t_max, t_sum, t_arg = _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP,
                                                st_v, scale, m0, s0, a0, any_greedy, out_row, gmax_ptr,
-                                               gsum_ptr, MASKED, BLOCK_V, NG, TILES, False, True)  # fmt: skip
+                                               gsum_ptr, flag_ptr, flag_on, flag_at, MASKED, BLOCK_V, NG,
+                                               TILES, False, True)  # fmt: skip
     return t_max, t_sum, t_arg
 
 
@@ -409,12 +448,17 @@ def _part_ok(row_ok, part, NP, MASKED: tl.constexpr):
 
 @triton.jit
 def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v, scale, t_max, t_sum,
-                     t_arg, any_greedy, out_row, gmax_ptr, gsum_ptr, MASKED: tl.constexpr,
-                     BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr,
-                     PREFETCH: tl.constexpr, CLEAN: tl.constexpr):  # fmt: skip
+                     t_arg, any_greedy, out_row, gmax_ptr, gsum_ptr, flag_ptr, flag_on, flag_at,
+                     MASKED: tl.constexpr, BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr,
+                     PREFETCH: tl.constexpr, CLEAN: tl.constexpr, RECHECK: tl.constexpr = False):  # fmt: skip
     """_part_stats_tiles' loop over the chunk's TILES tiles; PREFETCH issues tile t + 1's load before
-    tile t's arithmetic (two tiles in flight per warp)."""
-    if PREFETCH:
+    tile t's arithmetic (two tiles in flight per warp). RECHECK: _part_stats_watch instead."""
+    if RECHECK:
+        t_max, t_sum, t_arg = _part_stats_watch(t_row, need, row_ok, first_col, in_tile, part_base, V, NP,
+                                                st_v, scale, t_max, t_sum, t_arg, any_greedy, out_row,
+                                                gmax_ptr, gsum_ptr, flag_ptr, flag_on, flag_at, MASKED,
+                                                BLOCK_V, NG, TILES, PREFETCH, CLEAN)  # fmt: skip
+    elif PREFETCH:
         cols = (first_col + in_tile)[None, :, :]  # [1, NG, GW]
         l = _stats_load(t_row[:, None, None], need[:, None, None], cols, V, st_v, MASKED)
         for tile in range(1, TILES):
@@ -446,6 +490,60 @@ def _part_stats_loop(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, 
 
 
 @triton.jit
+def _part_stats_watch(t_row, need, row_ok, first_col, in_tile, part_base, V, NP, st_v, scale, t_max, t_sum,
+                      t_arg, any_greedy, out_row, gmax_ptr, gsum_ptr, flag_ptr, flag_on, flag_at,
+                      MASKED: tl.constexpr, BLOCK_V: tl.constexpr, NG: tl.constexpr, TILES: tl.constexpr,
+                      PREFETCH: tl.constexpr, CLEAN: tl.constexpr):  # fmt: skip
+    """_part_stats_loop's tiles while the rows are live: beside every tile's load the requests' lazy
+    state is read again (one L2 read), and once an earlier draft of a row's request is certainly
+    rejected (_recheck) the row's later tiles are neither loaded nor summed. Such a row's statistics
+    are partial, like a skipped row's stale ones: no output reads them."""
+    live = need
+    if PREFETCH:
+        cols = (first_col + in_tile)[None, :, :]  # [1, NG, GW]
+        l = _watched_load(t_row[:, None, None], live[:, None, None], cols, V, st_v, MASKED)
+        for tile in range(1, TILES):
+            l_next = _watched_load(t_row[:, None, None], live[:, None, None], cols + BLOCK_V, V, st_v, MASKED)
+            flag = _flag_load(flag_ptr, flag_on, True)
+            t_max, t_sum, t_arg = _part_stats_live_tile(l, tile - 1, live, first_col, in_tile, part_base, V,
+                                                        NP, scale, t_max, t_sum, t_arg, any_greedy, row_ok,
+                                                        out_row, gmax_ptr, gsum_ptr, MASKED, BLOCK_V, NG,
+                                                        CLEAN)  # fmt: skip
+            live = _recheck(live, flag, flag_at, True)
+            l = l_next
+            cols += BLOCK_V
+        t_max, t_sum, t_arg = _part_stats_live_tile(l, TILES - 1, live, first_col, in_tile, part_base, V,
+                                                    NP, scale, t_max, t_sum, t_arg, any_greedy, row_ok,
+                                                    out_row, gmax_ptr, gsum_ptr, MASKED, BLOCK_V, NG,
+                                                    CLEAN)  # fmt: skip
+    else:
+        for tile in range(TILES):
+            cols = (first_col + tile * BLOCK_V + in_tile)[None, :, :]
+            l = _watched_load(t_row[:, None, None], live[:, None, None], cols, V, st_v, MASKED)
+            flag = _flag_load(flag_ptr, flag_on, True)
+            t_max, t_sum, t_arg = _part_stats_live_tile(l, tile, live, first_col, in_tile, part_base, V,
+                                                        NP, scale, t_max, t_sum, t_arg, any_greedy, row_ok,
+                                                        out_row, gmax_ptr, gsum_ptr, MASKED, BLOCK_V, NG,
+                                                        CLEAN)  # fmt: skip
+            live = _recheck(live, flag, flag_at, True)
+    return t_max, t_sum, t_arg
+
+
+@triton.jit
+def _part_stats_live_tile(l, tile, live, first_col, in_tile, part_base, V, NP, scale, t_max, t_sum, t_arg,
+                          any_greedy, row_ok, out_row, gmax_ptr, gsum_ptr, MASKED: tl.constexpr,
+                          BLOCK_V: tl.constexpr, NG: tl.constexpr, CLEAN: tl.constexpr):  # fmt: skip
+    """_part_stats_tile of the chunk's tile number `tile` (loaded as l), where some row is still live."""
+    if tl.max(live.to(tl.int32), axis=0) > 0:
+        part = part_base + tile * NG
+        ok = _part_ok(row_ok, part, NP, MASKED)
+        col0 = first_col + tile * BLOCK_V
+        t_max, t_sum, t_arg = _part_stats_tile(l, col0, in_tile, V, scale, t_max, t_sum, t_arg, any_greedy,
+                                               part, ok, out_row, gmax_ptr, gsum_ptr, CLEAN)  # fmt: skip
+    return t_max, t_sum, t_arg
+
+
+@triton.jit
 def _stats_block(
     row_block,  # this program's rows are row_block * BLOCK_ROWS + [0, BLOCK_ROWS) (LAZY: position-major)
     chunk,  # and its vocabulary chunk
@@ -464,9 +562,10 @@ def _stats_block(
     x_ptr,  # [B, K] int32/int64 draft ids, strides (sx_b, sx_k) (LAZY)
     seed_ptr,  # [B] int64 (LAZY)
     offset_ptr,  # [B] int64 (LAZY)
-    state_ptr,  # [B] int32 (LAZY): K+1-f once draft f is certainly rejected, the earliest f (0: none; the
-    # accept kernel resets it to 0 for the next call)
-    cnt_ptr,  # [B*K] int32 (LAZY): arrivals per (request, position < K), kept 0 between calls
+    state_ptr,  # [B * STATE_WORDS] int32 (LAZY), word b * STATE_WORDS: K+1-f once draft f is certainly
+    # rejected, the earliest f (0: none; the accept kernel resets it to 0 for the next call)
+    cnt_ptr,  # [B*K*STATE_WORDS] int32 (LAZY): arrivals per (request, position < K), word (b K + i)
+    # STATE_WORDS, kept 0 between calls
     B, V, NC, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
     K: tl.constexpr,
@@ -480,6 +579,7 @@ def _stats_block(
     PART_STATS: tl.constexpr = False,
     LAZY: tl.constexpr = False,
     NCB: tl.constexpr = 1,
+    RECHECK: tl.constexpr = False,
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -512,16 +612,16 @@ def _stats_block(
     if LAZY:
         # one L2 read of the request's flag (H200 run 185: a volatile read of a bit-mask flag, with or
         # without a bounded wait for the previous position's decision, was slower in most cases)
-        state = tl.load(state_ptr + b, mask=row_ok & (i > 0), other=0, cache_modifier=".cg")
+        state = tl.load(state_ptr + b * _STATE_WORDS, mask=row_ok & (i > 0), other=0, cache_modifier=".cg")
         live = state <= K + 1 - i
         need = need & live
         d_need = d_need & live
         todo = tl.where(draft_rows, d_need, need)
         if tl.max(todo.to(tl.int32), axis=0) > 0:
             _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr,
-                        d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, V, NC,
-                        NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V,
-                        TILES, LANE_I32, PREFETCH, PART_STATS)  # fmt: skip
+                        d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr,
+                        state_ptr, V, NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS,
+                        BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, RECHECK)  # fmt: skip
         if K > 0:
             _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
                           offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, state_ptr, cnt_ptr,
@@ -529,19 +629,23 @@ def _stats_block(
                           HAS_DRAFT_LOGITS, BLOCK_ROWS, NCB)  # fmt: skip
     else:
         _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr, d_ptr,
-                    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, V, NC, NP,
-                    st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V, TILES,
+                    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, state_ptr, V, NC,
+                    NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V, TILES,
                     LANE_I32, PREFETCH, PART_STATS)  # fmt: skip
 
 
 @triton.jit
 def _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr, d_ptr,
-                tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, V, NC, NP,
+                tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, state_ptr, V, NC, NP,
                 st_b, st_k, st_v, sd_b, sd_k, sd_v, K: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr,
                 BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr, LANE_I32: tl.constexpr,
-                PREFETCH: tl.constexpr, PART_STATS: tl.constexpr):  # fmt: skip
+                PREFETCH: tl.constexpr, PART_STATS: tl.constexpr, RECHECK: tl.constexpr = False):  # fmt: skip
     """_stats_block's statistics of its rows (flat index `rows` = b (K+1) + i) in one chunk: target
-    rows where `need`, draft rows (draft_rows) where `d_need`."""
+    rows where `need`, draft rows (draft_rows) where `d_need`. RECHECK (LAZY): rows i > 0 read their
+    request's state again tile by tile (_part_stats_loop)."""
+    flag_ptr = state_ptr + b * _STATE_WORDS
+    flag_on = row_ok & (i > 0)
+    flag_at = (K + 1 - i).to(tl.int32)
     chunk = chunk.to(tl.int64)
     scale = inv_t * _LOG2E  # exp(x / T) = exp2(x * log2(e) / T)
     any_greedy = tl.max(greedy.to(tl.int32), axis=0) > 0
@@ -559,23 +663,27 @@ def _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk,
     out = rows * NC + chunk
     if not HAS_DRAFT_LOGITS:
         t_max, t_sum, t_arg = _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V,
-                                                NP, st_v, gmax_ptr, gsum_ptr, chunk_start, BLOCK_ROWS,
-                                                BLOCK_V, TILES, PREFETCH)  # fmt: skip
+                                                NP, st_v, gmax_ptr, gsum_ptr, chunk_start, flag_ptr, flag_on,
+                                                flag_at, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH,
+                                                RECHECK)  # fmt: skip
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
     elif draft_rows:  # classic drafts: the draft rows (b, i < n) of sampled requests, in their own programs
         d_row = d_ptr + (b * sd_b + tl.minimum(i, K - 1) * sd_k)
         d_max, d_sum, _ = _chunk_stats(d_row, d_need, first_col, lane, chunk_start, V, sd_v, scale,
-                                       False, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
+                                       False, flag_ptr, flag_on, flag_at, BLOCK_ROWS, BLOCK_V, TILES,
+                                       PREFETCH, RECHECK)  # fmt: skip
         _store_statistic(dmax_ptr + out, d_max, row_ok)
         _store_statistic(dsum_ptr + out, d_sum, row_ok)
     elif PART_STATS:  # classic drafts: the target rows, with part statistics for the screened race
         t_max, t_sum, t_arg = _part_stats_tiles(t_row, rows, row_ok, need, scale, any_greedy, first_col, V,
-                                                NP, st_v, gmax_ptr, gsum_ptr, chunk_start, BLOCK_ROWS,
-                                                BLOCK_V, TILES, PREFETCH)  # fmt: skip
+                                                NP, st_v, gmax_ptr, gsum_ptr, chunk_start, flag_ptr, flag_on,
+                                                flag_at, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH,
+                                                RECHECK)  # fmt: skip
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
     else:  # classic drafts: the target rows
         t_max, t_sum, t_arg = _chunk_stats(t_row, need, first_col, lane, chunk_start, V, st_v, scale,
-                                           any_greedy, BLOCK_ROWS, BLOCK_V, TILES, PREFETCH)  # fmt: skip
+                                           any_greedy, flag_ptr, flag_on, flag_at, BLOCK_ROWS, BLOCK_V, TILES,
+                                           PREFETCH, RECHECK)  # fmt: skip
         _store_chunk_stats(tmax_ptr, tsum_ptr, targ_ptr, out, row_ok, t_max, t_sum, t_arg)
 
 
@@ -632,7 +740,7 @@ def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x
     draft rows) resets the counter and, where the row's draft is certainly rejected, raises state_b
     to K+1-i (atomic max: the earliest rejection found stays)."""
     arrive = row_ok & (i < K)
-    at = b * K + tl.minimum(i, K - 1)
+    at = (b * K + tl.minimum(i, K - 1)) * _STATE_WORDS  # a 128-byte line per counter (STATE_WORDS)
     old = tl.atomic_add(cnt_ptr + at, 1, mask=arrive, sem="acq_rel")
     last = arrive & (old == NC * (2 if HAS_DRAFT_LOGITS else 1) - 1)
     if tl.max(last.to(tl.int32), axis=0) > 0:
@@ -642,7 +750,7 @@ def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x
                                     offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, V, NC, st_b,
                                     st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K, HAS_DRAFT_LOGITS,
                                     BLOCK_ROWS, NCB)  # fmt: skip
-        tl.atomic_max(state_ptr + b, (K + 1 - i).to(tl.int32), mask=reject, sem="relaxed")
+        tl.atomic_max(state_ptr + b * _STATE_WORDS, (K + 1 - i).to(tl.int32), mask=reject, sem="relaxed")
 
 
 @triton.jit
@@ -686,8 +794,9 @@ def _chunk_stats_tile(l, col0, lane, V, scale, m, s, arg, any_greedy, CLEAN: tl.
 
 
 @triton.jit
-def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_greedy, BLOCK_ROWS: tl.constexpr,
-                 BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
+def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_greedy, flag_ptr, flag_on,
+                 flag_at, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr,
+                 PREFETCH: tl.constexpr, RECHECK: tl.constexpr = False):  # fmt: skip
     """[R] (max, sum exp((l - max) / T), first argmax) of clean logits l over one chunk of rows `row`
     [R] (pointers), tile by tile; rows not needed give (-inf, 0, 0) without a load. A chunk inside
     the row whose rows are all needed loads without masks; a block with no needed row (a bonus
@@ -698,33 +807,64 @@ def _chunk_stats(row, need, first_col, lane, chunk_start, V, s_v, scale, any_gre
     needed = need.to(tl.int32)
     if (tl.min(needed, axis=0) > 0) & (chunk_start + TILES * BLOCK_V <= V):
         m, s, arg = _chunk_stats_chunk(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy,
-                                       False, BLOCK_V, TILES, PREFETCH)  # fmt: skip
+                                       flag_ptr, flag_on, flag_at, False, BLOCK_V, TILES, PREFETCH,
+                                       RECHECK)  # fmt: skip
     elif tl.max(needed, axis=0) > 0:
-        m, s, arg = _chunk_stats_chunk(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, True,
-                                       BLOCK_V, TILES, PREFETCH)  # fmt: skip
+        m, s, arg = _chunk_stats_chunk(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy,
+                                       flag_ptr, flag_on, flag_at, True, BLOCK_V, TILES, PREFETCH,
+                                       RECHECK)  # fmt: skip
     return m, s, arg
 
 
 @triton.jit
-def _chunk_stats_chunk(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr,
-                       BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
+def _chunk_stats_chunk(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, flag_ptr, flag_on,
+                       flag_at, MASKED: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr,
+                       PREFETCH: tl.constexpr, RECHECK: tl.constexpr = False):  # fmt: skip
     """_chunk_stats_loop over the chunk as loaded, then, where its sum is NaN (_any_nan), once more
     cleaned (without PREFETCH, as _part_stats_chunk's re-read)."""
-    m1, s1, a1 = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy,
-                                   MASKED, BLOCK_V, TILES, PREFETCH, False)  # fmt: skip
+    m1, s1, a1 = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, flag_ptr,
+                                   flag_on, flag_at, MASKED, BLOCK_V, TILES, PREFETCH, False,
+                                   RECHECK)  # fmt: skip
     if _any_nan(s1):
         m1, s1, a1 = _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy,
-                                       MASKED, BLOCK_V, TILES, False, True)  # fmt: skip
+                                       flag_ptr, flag_on, flag_at, MASKED, BLOCK_V, TILES, False,
+                                       True)  # fmt: skip
     return m1, s1, a1
 
 
 @triton.jit
-def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, MASKED: tl.constexpr,
-                      BLOCK_V: tl.constexpr, TILES: tl.constexpr, PREFETCH: tl.constexpr,
-                      CLEAN: tl.constexpr):  # fmt: skip
+def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_greedy, flag_ptr, flag_on,
+                      flag_at, MASKED: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr,
+                      PREFETCH: tl.constexpr, CLEAN: tl.constexpr,
+                      RECHECK: tl.constexpr = False):  # fmt: skip
     """_chunk_stats' loop over the chunk's TILES tiles from column first_col (lane: [1, BLOCK_V]);
-    PREFETCH issues tile t + 1's load before tile t's arithmetic (two tiles in flight per warp)."""
-    if PREFETCH:
+    PREFETCH issues tile t + 1's load before tile t's arithmetic (two tiles in flight per warp);
+    RECHECK: as _part_stats_watch's."""
+    if RECHECK:
+        live = need
+        if PREFETCH:
+            cols = first_col + lane
+            l = _watched_load(row[:, None], live[:, None], cols, V, s_v, MASKED)
+            for tile in range(1, TILES):
+                l_next = _watched_load(row[:, None], live[:, None], cols + BLOCK_V, V, s_v, MASKED)
+                flag = _flag_load(flag_ptr, flag_on, True)
+                col0 = first_col + (tile - 1) * BLOCK_V
+                m, s, arg = _chunk_stats_live_tile(l, col0, live, lane, V, scale, m, s, arg, any_greedy,
+                                                   CLEAN)  # fmt: skip
+                live = _recheck(live, flag, flag_at, True)
+                l = l_next
+                cols += BLOCK_V
+            col0 = first_col + (TILES - 1) * BLOCK_V
+            m, s, arg = _chunk_stats_live_tile(l, col0, live, lane, V, scale, m, s, arg, any_greedy, CLEAN)
+        else:
+            for tile in range(TILES):
+                col0 = first_col + tile * BLOCK_V
+                l = _watched_load(row[:, None], live[:, None], col0 + lane, V, s_v, MASKED)
+                flag = _flag_load(flag_ptr, flag_on, True)
+                m, s, arg = _chunk_stats_live_tile(l, col0, live, lane, V, scale, m, s, arg, any_greedy,
+                                                   CLEAN)  # fmt: skip
+                live = _recheck(live, flag, flag_at, True)
+    elif PREFETCH:
         cols = first_col + lane
         l = _stats_load(row[:, None], need[:, None], cols, V, s_v, MASKED)
         for tile in range(1, TILES):
@@ -740,6 +880,14 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
             col0 = first_col + tile * BLOCK_V
             l = _stats_load(row[:, None], need[:, None], col0 + lane, V, s_v, MASKED)
             m, s, arg = _chunk_stats_tile(l, col0, lane, V, scale, m, s, arg, any_greedy, CLEAN)
+    return m, s, arg
+
+
+@triton.jit
+def _chunk_stats_live_tile(l, col0, live, lane, V, scale, m, s, arg, any_greedy, CLEAN: tl.constexpr):
+    """_chunk_stats_tile of the tile at col0 (loaded as l), where some row is still live (RECHECK)."""
+    if tl.max(live.to(tl.int32), axis=0) > 0:
+        m, s, arg = _chunk_stats_tile(l, col0, lane, V, scale, m, s, arg, any_greedy, CLEAN)
     return m, s, arg
 
 
@@ -910,7 +1058,8 @@ def _accept_block(
     valid_ptr,  # [B] bool out (sampled rows: written again by the race or the pick)
     gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (SCREEN)
     gsum_ptr,  # [B*(K+1), NP] fp32 part sums (SCREEN)
-    state_ptr,  # [B] int32 (LAZY): the stats pass's decisions (_stats_block), reset here for the next call
+    state_ptr,  # [B * STATE_WORDS] int32 (LAZY): the stats pass's decisions (_stats_block), reset here for
+    # the next call
     B, V, NC1, NP,
     NGR,  # groups of the residual draw per row
     st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, s_temp, sn_b, ss_b, so_b,
@@ -959,7 +1108,7 @@ def _accept_block(
         gdc_wait()
     if LAZY:  # the stats pass has ended: its flags are spent (rows after j, which it may have skipped,
         # are read below but never used: j is the first rejection, and every row up to it was read)
-        tl.store(state_ptr + req, 0, mask=req_ok)
+        tl.store(state_ptr + req * _STATE_WORDS, 0, mask=req_ok)
     big_m, log_s, arg = _combine_stats(tmax_ptr, tsum_ptr, targ_ptr, rk, rk_ok, inv_t, NC1, True, NCB)
     if HAS_DRAFT_LOGITS:
         big_md, log_sd, unused_arg = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, drafted, inv_t, NC1,
@@ -1442,6 +1591,7 @@ def _logits_stats_kernel(
     PART_STATS: tl.constexpr = False,
     LAZY: tl.constexpr = False,
     NCB: tl.constexpr = 1,
+    RECHECK: tl.constexpr = False,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows. LAZY: the same programs on one axis,
@@ -1466,7 +1616,7 @@ def _logits_stats_kernel(
                  offset_ptr, state_ptr, cnt_ptr, B, V, NC, NP,
                  st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
                  K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH,
-                 PART_STATS, LAZY, NCB)  # fmt: skip
+                 PART_STATS, LAZY, NCB, RECHECK)  # fmt: skip
 
 
 @triton.jit
@@ -1635,6 +1785,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 "race_p_in_merge": logit_bytes <= 2,
                 "pdl": False,  # griddepcontrol is GPU-only
                 "stats_lazy": _LAZY_STATS == "1",
+                "stats_recheck": True,
             }
         )  # as on the GPU, so bf16 / fp16 tests take it
     else:
@@ -1697,6 +1848,16 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 # stats_lazy: the stats pass skips the rows after a request's first certain
                 # rejection (_stats_block, LAZY; benchmarks/NOTES.md, session 31).
                 "stats_lazy": _LAZY_STATS == "1",
+                # stats_recheck: the lazy pass's rows i > 0 read their request's state again beside
+                # every tile's load and stop reading once an earlier draft is certainly rejected
+                # (_part_stats_watch). H200 run 233 (one process, graph µs, the benchmark's inputs,
+                # lazy without -> with; outputs equal to the eager pass's in every call): one-hot
+                # bf16 (64, 4, 151936) 33.8 -> 30.8, fp32 45.0 -> 40.7, (128, 8, 128256) 62.9 -> 60.2
+                # and 75.8 -> 68.9; classic bf16 (64, 4, 151936) 60.0 -> 58.3, fp32 80.2 -> 78.3,
+                # (128, 8, 128256) 118.9 -> 118.9 and 141.7 -> 140.1. Every draft accepted (nothing
+                # to skip, so only its cost): -0.5 to +6.0 (classic bf16 (128, 8, 128256) 173.7 ->
+                # 179.7)
+                "stats_recheck": True,
             }
         )
     # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
@@ -1872,9 +2033,9 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         best, best_idx, arrivals = tmax, targ, targ
     lazy = bool(cfg["stats_lazy"]) and num_k > 0
     if lazy:  # the lazy stats pass's decisions and arrival counters (persistent, kept zero)
-        state = stream_buffer(device, "logits_lazy_state", batch, torch.int32, zeroed=True)
-        stats_arrivals = stream_buffer(device, "logits_stats_arrivals", batch * num_k, torch.int32,
-                                       zeroed=True)  # fmt: skip
+        state = stream_buffer(device, "logits_lazy_state", batch * STATE_WORDS, torch.int32, zeroed=True)
+        stats_arrivals = stream_buffer(device, "logits_stats_arrivals", batch * num_k * STATE_WORDS,
+                                       torch.int32, zeroed=True)  # fmt: skip
     else:
         state = stats_arrivals = targ
     if has_draft and not screen:
@@ -1892,7 +2053,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
                       PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
-                      NCB=min(next_pow2(nc1), 64), num_warps=cfg["stats_warps"],
+                      RECHECK=lazy and bool(cfg["stats_recheck"]), NCB=min(next_pow2(nc1), 64),
+                      num_warps=cfg["stats_warps"],
                       **({"maxnreg": cfg["stats_maxnreg"]} if cfg["stats_maxnreg"] else {}))  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large

@@ -10,7 +10,7 @@ What a skipped row would hold is made visible: the statistics scratch is filled 
 lazy call, so a row the pass skipped keeps NaN (and a skipped row the accept kernel did use would
 change tokens). The tests also assert that no row at or before a request's emit position was
 skipped and, under the interpreter (one program at a time, so every decision precedes the later
-positions' programs), that skipping happened, else equality would say little; there four planted
+positions' programs), that skipping happened, else equality would say little; there five planted
 bugs must fail the comparison. On a GPU which rows are skipped depends on timing: the equality runs.
 """
 
@@ -87,32 +87,52 @@ def _emit_positions(case: dict, result) -> np.ndarray:
     return np.where(usable, result[1], -1)
 
 
-@pytest.mark.parametrize("classic", [True, False], ids=["classic", "one-hot"])
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("tiling", sorted(TILINGS))
-def test_lazy_stats_pass_equals_eager(tiling, dtype, classic):
+# (tiling, dtype, classic, stats_recheck): the default (recheck) in every combination, and one case without
+LAZY_CASES = [
+    pytest.param(tiling, dtype, classic, True, id=f"{tiling}-{dtype}-{'classic' if classic else 'one-hot'}")
+    for tiling in sorted(TILINGS)
+    for dtype in ("fp32", "bf16")
+    for classic in (True, False)
+] + [pytest.param("row-per-program", "fp32", True, False, id="row-per-program-fp32-classic-no-recheck")]
+
+
+@pytest.mark.parametrize(("tiling", "dtype", "classic", "recheck"), LAZY_CASES)
+def test_lazy_stats_pass_equals_eager(tiling, dtype, classic, recheck):
     """n = 24 requests, K = 3, V = 300, make_batch's edge cases (NaN / inf logits, rows without
     mass, p == q drafts, invalid ids and temperatures, ragged counts; half the drafts the target
     argmax). Asserts: lazy == eager on every row (all four outputs); no row at or before a
     request's emit position was skipped (its statistics equal the eager pass's); under the
     interpreter, at least 5 rows that the eager pass computes were skipped (by the flags, not rows
-    nobody reads)."""
-    config = {**TILINGS[tiling], "stats_lazy": True}
+    nobody reads). With and without `stats_recheck` (rows that started live read the flag again tile by
+    tile: under the interpreter no flag changes while a program runs, so only a wrong test shows)."""
+    config = {**TILINGS[tiling], "stats_lazy": True, "stats_recheck": recheck}
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic, dtype=dtype)
-    lazy, stats = _lazy_call(kl, case, config)
+    faults, flagged = _lazy_faults(kl, case, config)
+    assert not faults, "; ".join(faults)
+    if interpreting():  # one program at a time: every decision is made before later positions start
+        assert flagged >= 5, f"only {flagged} needed rows skipped: the comparison tests little"
+
+
+def _lazy_faults(module, case: dict, config: dict) -> tuple[list[str], int]:
+    """What test_lazy_stats_pass_equals_eager finds wrong with `module`'s lazy pass on `case` (rows
+    whose outputs differ from the eager pass's; rows skipped, wholly or in part, yet used), and how
+    many rows that the eager pass computes it skipped."""
+    lazy, stats = _lazy_call(module, case, config)
     eager = _eager(case, config)
     eager_stats = _chunk_maxima(case, config)
+    faults = []
     differ = np.flatnonzero(row_mismatch(lazy, SampleResult(*eager)))
-    assert differ.size == 0, f"lazy differs from eager on rows {differ[:5]}: {lazy[0][differ[:3]]} vs " \
-                             f"{eager[0][differ[:3]]}"  # fmt: skip
+    if differ.size:
+        faults.append(
+            f"lazy differs from eager on rows {differ[:5]}: {lazy[0][differ[:3]]} vs {eager[0][differ[:3]]}"
+        )
     # [B, K+1]: rows whose statistics the lazy pass did not compute (NaN: the program skipped; -inf:
-    # its block's other rows were read, this one masked out)
+    # its block's other rows were read, this one masked out; else partial: stats_recheck stopped it)
     skipped = ~np.all((stats == eager_stats) | (np.isnan(stats) & np.isnan(eager_stats)), axis=2)
     used = np.arange(NUM_K + 1)[None, :] <= _emit_positions(case, eager)[:, None]
-    assert not (skipped & used).any(), f"rows skipped yet used: {np.argwhere(skipped & used)[:5]}"
-    if interpreting():  # one program at a time: every decision is made before later positions start
-        flagged = skipped & _needed_rows(case)
-        assert flagged.sum() >= 5, f"only {flagged.sum()} needed rows skipped: the comparison tests little"
+    if (skipped & used).any():
+        faults.append(f"rows skipped yet used: {np.argwhere(skipped & used)[:5]}")
+    return faults, int((skipped & _needed_rows(case)).sum())
 
 
 def _greedy_rejecting_batch() -> dict:
@@ -157,6 +177,8 @@ PLANTED = {  # bugs the tests above must catch
         r"reject_greedy = \(x != arg\) \| \(big_m == _NEG_INF\)",
         "reject_greedy = (x == arg) | (big_m == _NEG_INF)",
     ),
+    # stats_recheck: the tile-by-tile test reversed, so rows still needed stop after their first tile
+    "recheck-reversed": (False, r"live = live & \(flag <= flag_at\)", "live = live & (flag > flag_at)"),
 }
 
 
@@ -170,22 +192,22 @@ ON_GPU_TIMING = (
 @pytest.mark.parametrize("bug", sorted(PLANTED))
 def test_planted_lazy_bugs_are_caught(bug):
     """The equality above can fail: a copy of the kernel module whose lazy pass skips rows the accept
-    kernel needs differs from the eager pass on some rows of the same kind of batch (fp32,
-    one row per program)."""
+    kernel needs, wholly or in part, differs from the eager pass on some rows of the same kind of
+    batch (fp32, one row per program), in its outputs or in the statistics of rows it used."""
     classic, pattern, replacement = PLANTED[bug]
     planted = patched_module("specsample.kernels.logits", [(pattern, replacement)])
     config = {**TILINGS["row-per-program"], "stats_lazy": True}
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
-    lazy, _ = _lazy_call(planted, case, config)
-    assert row_mismatch(lazy, SampleResult(*_eager(case, config))).any(), f"planted bug {bug} went unnoticed"
+    faults, _ = _lazy_faults(planted, case, config)
+    assert faults, f"planted bug {bug} went unnoticed"
 
 
 @pytest.mark.skipif(not interpreting(), reason=ON_GPU_TIMING)
 def test_state_kept_is_caught():
     """A copy whose accept kernel leaves the decisions set fails the between-calls comparison."""
-    planted = patched_module("specsample.kernels.logits",
-                             [(r"tl\.store\(state_ptr \+ req, 0, mask=req_ok\)",
-                               "tl.store(state_ptr + req, 0, mask=req_ok & False)")])  # fmt: skip
+    kept = (r"tl\.store\(state_ptr \+ req \* _STATE_WORDS, 0, mask=req_ok\)",
+            "tl.store(state_ptr + req * _STATE_WORDS, 0, mask=req_ok & False)")  # fmt: skip
+    planted = patched_module("specsample.kernels.logits", [kept])
     config = {**TILINGS["row-per-program"], "stats_lazy": True}
     first = _greedy_rejecting_batch()
     second = dict(first, draft_token_ids=first["target_logits"][:, :NUM_K].argmax(-1))
