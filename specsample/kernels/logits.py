@@ -154,6 +154,7 @@ if _LAZY_STATS not in ("0", "1"):
 # lines queue at one L2 slice
 STATE_WORDS = 32
 _STATE_WORDS: tl.constexpr = tl.constexpr(STATE_WORDS)
+_LONG_CHUNK_GRID = 8192  # x logit bytes: rows x 8-tile chunks from which chunks are 16 tiles (_config)
 GROUP_TOKENS = 256  # tokens per group of the residual draw (the Philox index of a group is v // 256)
 _GROUP: tl.constexpr = tl.constexpr(GROUP_TOKENS)
 _INF: tl.constexpr = tl.constexpr(float("inf"))
@@ -1879,6 +1880,25 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     cfg.update(overrides or {})
     if cfg["race_screen"] is None:
         cfg["race_screen"] = interpreting() or cfg["race_tiles"] >= 8
+    # 16 tiles per statistics chunk on large grids of the lazy pass with stats_recheck (GPU; not where an
+    # override sets stats_tiles): with many rows, half the programs (half the arrivals and flag reads) keep
+    # the GPU full, and rows a decision makes unused stop early anyway. H200 runs 233 and 235 (one process
+    # each, graph µs, benchmark inputs, 8 -> 16 tiles; outputs equal to the eager pass's): faster where
+    # B (K+1) cdiv(V, 4096) >= 8192 x logit bytes: bf16 (64, 8, 128256) 70.2 -> 68.0 classic, 36.8 -> 35.0
+    # one-hot; (128, 4, 151936) 92.4 -> 88.3, 45.8 -> 42.9; (128, 8, 128256) 118.9 -> 102.5, 60.2 -> 44.5;
+    # (256, 4, 151936) 173.6 -> 143.8, 79.6 -> 55.8; fp32 (128, 8, 128256) 140.1 -> 136.5, 68.9 -> 64.0;
+    # (256, 4, 151936) 227.5 -> 211.6, 92.7 -> 78.5. Slower below it: bf16 (32, 8, 128256) +5.1 / +4.3,
+    # (64, 4, 151936) +2.6 / +3.0; fp32 (32, 8, 128256) +13.6 / +12.7, (64, 8, 128256) +10.5 / +8.2,
+    # (64, 4, 151936) +11.5 / +9.9, (128, 4, 151936) +6.9 / +12.0. With every draft accepted, 16 tiles were
+    # 0.2-12.3 µs faster than 8 at every shape that takes them.
+    lazy_recheck = cfg["stats_lazy"] and cfg["stats_recheck"]
+    if (
+        not interpreting()
+        and "stats_tiles" not in (overrides or {})
+        and lazy_recheck
+        and batch * k_plus_1 * cdiv(vocab, cfg["stats_block"] * 8) >= _LONG_CHUNK_GRID * logit_bytes
+    ):
+        cfg["stats_tiles"] = max(1, min(16, cdiv(vocab, cfg["stats_block"])))
     for key in ("stats_block", "race_block"):
         if cfg[key] < 4 or cfg[key] & (cfg[key] - 1):
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])

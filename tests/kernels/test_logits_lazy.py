@@ -237,3 +237,27 @@ def test_lazy_stats_environment_switch(value, lazy):
     else:
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == str(lazy)
+
+
+@pytest.mark.parametrize(
+    ("batch", "k_plus_1", "vocab", "logit_bytes", "overrides", "tiles"),
+    [
+        (64, 5, 151936, 2, None, 8),  # issue 6's (64, 4, 151936): 320 rows x 38 chunks = 12,160 < 16,384
+        (64, 9, 128256, 2, None, 16),  # 576 x 32 = 18,432 >= 16,384
+        (1024, 4, 16384, 2, None, 16),  # 1024 x 4 x 4 = 16,384: the bound itself
+        (1023, 4, 16384, 2, None, 8),  # 16,368
+        (128, 5, 151936, 4, None, 8),  # fp32: 640 x 38 = 24,320 < 32,768
+        (128, 9, 128256, 4, None, 16),  # 1152 x 32 = 36,864
+        (128, 9, 128256, 2, {"stats_lazy": False}, 8),  # the eager pass keeps 8 (run 48)
+        (128, 9, 128256, 2, {"stats_recheck": False}, 8),
+        (128, 9, 128256, 2, {"stats_tiles": 4}, 4),  # an override wins
+    ],
+)
+def test_long_chunks_on_large_lazy_grids(monkeypatch, batch, k_plus_1, vocab, logit_bytes, overrides, tiles):
+    """The GPU plan takes 16-tile statistics chunks where the lazy pass with stats_recheck has
+    B (K+1) cdiv(V, 4096) >= 8192 x logit bytes (H200 runs 233 and 235, kernels/logits.py _config),
+    8 elsewhere, and never overrides an explicit stats_tiles."""
+    monkeypatch.setattr(kl, "interpreting", lambda: False)
+    cfg = kl.launch_config(batch, k_plus_1, vocab, overrides, logit_bytes=logit_bytes)
+    assert cfg["stats_block"] == 512
+    assert cfg["stats_tiles"] == tiles
