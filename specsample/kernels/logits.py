@@ -337,20 +337,16 @@ def _watched_load(row, live, cols, V, s_v, MASKED: tl.constexpr):
 
 
 @triton.jit
-def _flag_load(flag_ptr, flag_on, RECHECK: tl.constexpr):
-    """RECHECK: the rows' requests' lazy state (one L2 read, issued beside a tile's load), else 0."""
-    if RECHECK:
-        return tl.load(flag_ptr, mask=flag_on, other=0, cache_modifier=".cg")
-    return flag_on.to(tl.int32) * 0
+def _flag_load(flag_ptr, flag_on):
+    """RECHECK: the rows' requests' lazy state (one L2 read, issued beside a tile's load; 0 off flag_on)."""
+    return tl.load(flag_ptr, mask=flag_on, other=0, cache_modifier=".cg")
 
 
 @triton.jit
-def _recheck(live, flag, flag_at, RECHECK: tl.constexpr):
+def _recheck(live, flag, flag_at):
     """RECHECK: `live` less the rows that an earlier position's certain rejection has made unused
     since the program started (state > K+1-i, as _stats_block's first test)."""
-    if RECHECK:
-        live = live & (flag <= flag_at)
-    return live
+    return live & (flag <= flag_at)
 
 
 @triton.jit
@@ -505,12 +501,12 @@ def _part_stats_watch(t_row, need, row_ok, first_col, in_tile, part_base, V, NP,
         l = _watched_load(t_row[:, None, None], live[:, None, None], cols, V, st_v, MASKED)
         for tile in range(1, TILES):
             l_next = _watched_load(t_row[:, None, None], live[:, None, None], cols + BLOCK_V, V, st_v, MASKED)
-            flag = _flag_load(flag_ptr, flag_on, True)
+            flag = _flag_load(flag_ptr, flag_on)
             t_max, t_sum, t_arg = _part_stats_live_tile(l, tile - 1, live, first_col, in_tile, part_base, V,
                                                         NP, scale, t_max, t_sum, t_arg, any_greedy, row_ok,
                                                         out_row, gmax_ptr, gsum_ptr, MASKED, BLOCK_V, NG,
                                                         CLEAN)  # fmt: skip
-            live = _recheck(live, flag, flag_at, True)
+            live = _recheck(live, flag, flag_at)
             l = l_next
             cols += BLOCK_V
         t_max, t_sum, t_arg = _part_stats_live_tile(l, TILES - 1, live, first_col, in_tile, part_base, V,
@@ -521,12 +517,12 @@ def _part_stats_watch(t_row, need, row_ok, first_col, in_tile, part_base, V, NP,
         for tile in range(TILES):
             cols = (first_col + tile * BLOCK_V + in_tile)[None, :, :]
             l = _watched_load(t_row[:, None, None], live[:, None, None], cols, V, st_v, MASKED)
-            flag = _flag_load(flag_ptr, flag_on, True)
+            flag = _flag_load(flag_ptr, flag_on)
             t_max, t_sum, t_arg = _part_stats_live_tile(l, tile, live, first_col, in_tile, part_base, V,
                                                         NP, scale, t_max, t_sum, t_arg, any_greedy, row_ok,
                                                         out_row, gmax_ptr, gsum_ptr, MASKED, BLOCK_V, NG,
                                                         CLEAN)  # fmt: skip
-            live = _recheck(live, flag, flag_at, True)
+            live = _recheck(live, flag, flag_at)
     return t_max, t_sum, t_arg
 
 
@@ -643,7 +639,7 @@ def _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk,
                 PREFETCH: tl.constexpr, PART_STATS: tl.constexpr, RECHECK: tl.constexpr = False):  # fmt: skip
     """_stats_block's statistics of its rows (flat index `rows` = b (K+1) + i) in one chunk: target
     rows where `need`, draft rows (draft_rows) where `d_need`. RECHECK (LAZY): rows i > 0 read their
-    request's state again tile by tile (_part_stats_loop)."""
+    request's state again tile by tile (_part_stats_watch)."""
     flag_ptr = state_ptr + b * _STATE_WORDS
     flag_on = row_ok & (i > 0)
     flag_at = (K + 1 - i).to(tl.int32)
@@ -848,11 +844,11 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
             l = _watched_load(row[:, None], live[:, None], cols, V, s_v, MASKED)
             for tile in range(1, TILES):
                 l_next = _watched_load(row[:, None], live[:, None], cols + BLOCK_V, V, s_v, MASKED)
-                flag = _flag_load(flag_ptr, flag_on, True)
+                flag = _flag_load(flag_ptr, flag_on)
                 col0 = first_col + (tile - 1) * BLOCK_V
                 m, s, arg = _chunk_stats_live_tile(l, col0, live, lane, V, scale, m, s, arg, any_greedy,
                                                    CLEAN)  # fmt: skip
-                live = _recheck(live, flag, flag_at, True)
+                live = _recheck(live, flag, flag_at)
                 l = l_next
                 cols += BLOCK_V
             col0 = first_col + (TILES - 1) * BLOCK_V
@@ -861,10 +857,10 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
             for tile in range(TILES):
                 col0 = first_col + tile * BLOCK_V
                 l = _watched_load(row[:, None], live[:, None], col0 + lane, V, s_v, MASKED)
-                flag = _flag_load(flag_ptr, flag_on, True)
+                flag = _flag_load(flag_ptr, flag_on)
                 m, s, arg = _chunk_stats_live_tile(l, col0, live, lane, V, scale, m, s, arg, any_greedy,
                                                    CLEAN)  # fmt: skip
-                live = _recheck(live, flag, flag_at, True)
+                live = _recheck(live, flag, flag_at)
     elif PREFETCH:
         cols = first_col + lane
         l = _stats_load(row[:, None], need[:, None], cols, V, s_v, MASKED)

@@ -178,7 +178,7 @@ PLANTED = {  # bugs the tests above must catch
         "reject_greedy = (x == arg) | (big_m == _NEG_INF)",
     ),
     # stats_recheck: the tile-by-tile test reversed, so rows still needed stop after their first tile
-    "recheck-reversed": (False, r"live = live & \(flag <= flag_at\)", "live = live & (flag > flag_at)"),
+    "recheck-reversed": (False, r"return live & \(flag <= flag_at\)", "return live & (flag > flag_at)"),
 }
 
 
