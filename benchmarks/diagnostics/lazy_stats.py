@@ -14,7 +14,9 @@ The configurations (CONFIGS: eager and lazy) are timed in each round with the ha
 (`timed_configuration` of ab_device_time.py: do_bench median, CUDA-graph replay, zero_pause), and
 their outputs compared (`equal_to_default`: against eager, which must hold bit for bit). For
 each lazy configuration the script also counts the target rows the pass read (`rows_read`, of B (K+1)): the
-statistics scratch is set to NaN before one call and a row whose chunks all stay NaN was skipped.
+statistics scratch is set to NaN before one call and a row whose chunks all stay NaN was skipped. With
+`stats_recheck` (the default since session 42) a row whose programs stopped partway counts as read, so the
+count no longer measures bytes: time is the measure.
 One JSON line per (round, case, input, configuration); `--tree DIR` times DIR's specsample instead
 of this checkout's (the harness is always this checkout's), e.g. a copy with a timing-only patch;
 `--cases` keeps the cases whose label holds one of its comma-separated substrings; `--case` times other
