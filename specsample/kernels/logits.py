@@ -319,21 +319,16 @@ def _best_slot(score, groups):
 
 
 @triton.jit
-def _stats_load(row, need, cols, V, s_v, MASKED: tl.constexpr):
+def _stats_load(row, need, cols, V, s_v, MASKED: tl.constexpr, WATCHED: tl.constexpr = False):
     """The logits of tokens `cols` of rows `row` (pointers, expanded to cols' rank) as stored: -inf
-    off `need` and past V with MASKED, else plain loads (every row needed, every column < V)."""
+    off `need` and past V with MASKED, else plain loads (every row needed, every column < V), or with
+    WATCHED (RECHECK's loops, `need` = the rows still live) nothing loaded off `need`, without an
+    `other`: such a row's tile is not summed, so its values do not matter."""
     if MASKED:
         return load_once(row + cols * s_v, need & (cols < V), float("-inf"))
+    if WATCHED:
+        return load_once(row + cols * s_v, need, None)
     return load_once(row + cols * s_v, None, None)
-
-
-@triton.jit
-def _watched_load(row, live, cols, V, s_v, MASKED: tl.constexpr):
-    """_stats_load for RECHECK's loops: nothing loaded off `live` (no `other`: such a row's tile is not
-    summed, so its values do not matter), -inf past V with MASKED."""
-    if MASKED:
-        return load_once(row + cols * s_v, live & (cols < V), float("-inf"))
-    return load_once(row + cols * s_v, live, None)
 
 
 @triton.jit
@@ -344,8 +339,8 @@ def _flag_load(flag_ptr, flag_on):
 
 @triton.jit
 def _recheck(live, flag, flag_at):
-    """RECHECK: `live` less the rows that an earlier position's certain rejection has made unused
-    since the program started (state > K+1-i, as _stats_block's first test)."""
+    """`live` less the rows that an earlier position's certain rejection has made unused: state
+    flag > flag_at = K+1-i (_stats_block's test before the first tile, RECHECK's after each)."""
     return live & (flag <= flag_at)
 
 
@@ -498,9 +493,10 @@ def _part_stats_watch(t_row, need, row_ok, first_col, in_tile, part_base, V, NP,
     live = need
     if PREFETCH:
         cols = (first_col + in_tile)[None, :, :]  # [1, NG, GW]
-        l = _watched_load(t_row[:, None, None], live[:, None, None], cols, V, st_v, MASKED)
+        l = _stats_load(t_row[:, None, None], live[:, None, None], cols, V, st_v, MASKED, True)
         for tile in range(1, TILES):
-            l_next = _watched_load(t_row[:, None, None], live[:, None, None], cols + BLOCK_V, V, st_v, MASKED)
+            l_next = _stats_load(t_row[:, None, None], live[:, None, None], cols + BLOCK_V, V, st_v, MASKED,
+                                 True)  # fmt: skip
             flag = _flag_load(flag_ptr, flag_on)
             t_max, t_sum, t_arg = _part_stats_live_tile(l, tile - 1, live, first_col, in_tile, part_base, V,
                                                         NP, scale, t_max, t_sum, t_arg, any_greedy, row_ok,
@@ -516,7 +512,7 @@ def _part_stats_watch(t_row, need, row_ok, first_col, in_tile, part_base, V, NP,
     else:
         for tile in range(TILES):
             cols = (first_col + tile * BLOCK_V + in_tile)[None, :, :]
-            l = _watched_load(t_row[:, None, None], live[:, None, None], cols, V, st_v, MASKED)
+            l = _stats_load(t_row[:, None, None], live[:, None, None], cols, V, st_v, MASKED, True)
             flag = _flag_load(flag_ptr, flag_on)
             t_max, t_sum, t_arg = _part_stats_live_tile(l, tile, live, first_col, in_tile, part_base, V,
                                                         NP, scale, t_max, t_sum, t_arg, any_greedy, row_ok,
@@ -610,9 +606,8 @@ def _stats_block(
         # one L2 read of the request's flag (H200 run 185: a volatile read of a bit-mask flag, with or
         # without a bounded wait for the previous position's decision, was slower in most cases)
         state = tl.load(state_ptr + b * _STATE_WORDS, mask=row_ok & (i > 0), other=0, cache_modifier=".cg")
-        live = state <= K + 1 - i
-        need = need & live
-        d_need = d_need & live
+        need = _recheck(need, state, K + 1 - i)
+        d_need = _recheck(d_need, state, K + 1 - i)
         todo = tl.where(draft_rows, d_need, need)
         if tl.max(todo.to(tl.int32), axis=0) > 0:
             _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr,
@@ -841,9 +836,9 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
         live = need
         if PREFETCH:
             cols = first_col + lane
-            l = _watched_load(row[:, None], live[:, None], cols, V, s_v, MASKED)
+            l = _stats_load(row[:, None], live[:, None], cols, V, s_v, MASKED, True)
             for tile in range(1, TILES):
-                l_next = _watched_load(row[:, None], live[:, None], cols + BLOCK_V, V, s_v, MASKED)
+                l_next = _stats_load(row[:, None], live[:, None], cols + BLOCK_V, V, s_v, MASKED, True)
                 flag = _flag_load(flag_ptr, flag_on)
                 col0 = first_col + (tile - 1) * BLOCK_V
                 m, s, arg = _chunk_stats_live_tile(l, col0, live, lane, V, scale, m, s, arg, any_greedy,
@@ -856,7 +851,7 @@ def _chunk_stats_loop(row, need, first_col, lane, V, s_v, scale, m, s, arg, any_
         else:
             for tile in range(TILES):
                 col0 = first_col + tile * BLOCK_V
-                l = _watched_load(row[:, None], live[:, None], col0 + lane, V, s_v, MASKED)
+                l = _stats_load(row[:, None], live[:, None], col0 + lane, V, s_v, MASKED, True)
                 flag = _flag_load(flag_ptr, flag_on)
                 m, s, arg = _chunk_stats_live_tile(l, col0, live, lane, V, scale, m, s, arg, any_greedy,
                                                    CLEAN)  # fmt: skip
