@@ -21,11 +21,12 @@ come from words 0 and 1-2 of Philox(seed, offset, index=g, STREAM_LOGITS_GROUP, 
 P(v) = (R_g / R)(r_v / R_g) = r_v / R. Hence batch-invariant, chunk-invariant, CUDA-graph safe and
 identical across tensor-parallel ranks given equal seeds.
 
-Three launches, no host synchronisation, no data-dependent shapes. On the GPU the second and third
-are programmatic dependent launches (`pdl` in launch_config): each may start before its predecessor
-ends, and waits for it in griddepcontrol.wait; the accept kernel loads the draft ids, gathers their
-logits and draws its uniforms before that wait (H200 runs 106-107: 3.3-4.7 µs less per call in
-do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ only, _launch.supports_pdl):
+Three launches (one-hot drafts: two, with `stats_tail`, item 1), no host synchronisation, no
+data-dependent shapes. On the GPU the second and third are programmatic dependent launches (`pdl`
+in launch_config): each may start before its predecessor ends, and waits for it in
+griddepcontrol.wait; the accept kernel loads the draft ids, gathers their logits and draws its
+uniforms before that wait (H200 runs 106-107: 3.3-4.7 µs less per call in do_bench's device time,
+1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ only, _launch.supports_pdl):
 
 1. `_logits_stats_kernel`, grid (row blocks of the B*(K+1) target rows, vocabulary chunks, target /
    draft rows): per chunk the max, first argmax and sum exp((l - max) / T) of the clean target logits,
@@ -43,7 +44,17 @@ do_bench's device time, 1.01-1.09x, and 0.5-2 µs less in CUDA graphs; sm_90+ on
    there (`stats_recheck`). Each request's mark and each row's arrival counter sit on a 128-byte
    line of their own (STATE_WORDS): packed, thousands of programs queued on a few L2 lines. The
    outputs are the eager pass's bit for bit (tests/kernels/test_logits_lazy.py); what it saves
-   depends on where requests reject (benchmarks/diagnostics/lazy_stats.py). A chunk is read as loaded and read
+   depends on where requests reject (benchmarks/diagnostics/lazy_stats.py).
+   One-hot drafts with `stats_tail` (the default where K+1 <= 16): the accept kernel's work moves
+   here. The last program of every row (b, i), the bonus row's too, runs draft i's exact test (the
+   accept kernel's) and adds a decided bit and a rejected bit to request b's word (`_tail_arrival`);
+   the program whose addition fixes the emit position j (rows 0..j all decided, `_emit_position`:
+   exactly one program per request, the additions being atomic) writes the request's outputs and
+   row j's statistics for the pick (`_tail_emit`), which then launches alone after the pass. The
+   program that adds the request's last decided bit zeroes its words for the next call. Outputs are
+   the three launches' bit for bit
+   (tests/kernels/test_logits_lazy.py); H200 runs 237-240: 1.00-1.14x (zero_pause) on one-hot drafts
+   from B = 1 to 256 (benchmarks/NOTES.md, session 43). A chunk is read as loaded and read
    again through the NaN / inf clean only where its sum comes out NaN (`_any_nan`; the 16-bit
    passes are bound by instructions: H200 run 134, one-hot bf16 (128, 8, 128256) 100.5 -> 94.2 µs).
 2. `_logits_accept_kernel`, grid (request blocks): combines the chunk statistics of its requests
@@ -557,8 +568,14 @@ def _stats_block(
     offset_ptr,  # [B] int64 (LAZY)
     state_ptr,  # [B * STATE_WORDS] int32 (LAZY), word b * STATE_WORDS: K+1-f once draft f is certainly
     # rejected, the earliest f (0: none; the accept kernel resets it to 0 for the next call)
-    cnt_ptr,  # [B*K*STATE_WORDS] int32 (LAZY): arrivals per (request, position < K), word (b K + i)
-    # STATE_WORDS, kept 0 between calls
+    cnt_ptr,  # [B*(K+1)*STATE_WORDS] int32 (LAZY): arrivals per (request, position), word (b K + i)
+    # STATE_WORDS (TAIL: (b (K+1) + i) STATE_WORDS), kept 0 between calls
+    tokens_ptr,  # [B, K+1] int32 out, contiguous (TAIL; the outputs of _accept_block and the pick)
+    num_accepted_ptr,  # [B] int32 out (TAIL)
+    fallback_ptr,  # [B] bool out (TAIL)
+    valid_ptr,  # [B] bool out (TAIL)
+    row_f_ptr,  # [B, 6] fp32 out (TAIL): row j's statistics for the pick kernel (as _accept_block's)
+    row_i_ptr,  # [B, 3] int32 out (TAIL): j, x_j, flags (as _accept_block's)
     B, V, NC, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
     K: tl.constexpr,
@@ -573,6 +590,8 @@ def _stats_block(
     LAZY: tl.constexpr = False,
     NCB: tl.constexpr = 1,
     RECHECK: tl.constexpr = False,
+    TAIL: tl.constexpr = False,  # one-hot drafts, LAZY: the decisions and outputs here (_tail_arrival)
+    KP: tl.constexpr = 1,  # TAIL: next_pow2(K+1)
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -614,10 +633,22 @@ def _stats_block(
                         d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr,
                         state_ptr, V, NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS,
                         BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, RECHECK)  # fmt: skip
-        if K > 0:
+        if TAIL:
+            # the decision's gathers, issued by every program as it arrives, so that a row's last program
+            # waits on the statistics alone after its arrival (the lazy pass's last program loads them
+            # after it: H200 run 239, with every classic program loading them too, classic bf16 was
+            # 1.2-1.6 µs slower, zero_pause, at (64, 4, 151936) and (128, 8, 128256))
+            drafted = row_ok & (sampled | greedy) & (i < n)
+            gathered = _draft_logits(b, i, _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K), drafted, sampled,
+                                     t_ptr, t_ptr, seed_ptr, offset_ptr, V, st_b, st_k, st_v, st_b, st_k,
+                                     st_v, ss_b, so_b, K, False)  # fmt: skip
+            _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
+                          targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
+                          row_f_ptr, row_i_ptr, V, NC, sx_b, sx_k, K, KP, BLOCK_ROWS, NCB)  # fmt: skip
+        elif K > 0:
             _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
-                          offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, state_ptr, cnt_ptr,
-                          V, NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K,
+                          offset_ptr, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tmax_ptr,
+                          tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, state_ptr, cnt_ptr, V, NC, K,
                           HAS_DRAFT_LOGITS, BLOCK_ROWS, NCB)  # fmt: skip
     else:
         _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr, d_ptr,
@@ -687,46 +718,73 @@ _LAZY_MARGIN: tl.constexpr = tl.constexpr(1.0 + 2.0**-10)
 
 
 @triton.jit
-def _certain_rejection(rows, b, i, drafted, sampled, inv_t, t_ptr, d_ptr, x_ptr, seed_ptr, offset_ptr,
-                       tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, V, NC, st_b, st_k, st_v, sd_b, sd_k,
-                       sd_v, sx_b, sx_k, ss_b, so_b, K: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr,
-                       BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
-    """[R] bool: rows (b, i) `drafted` (draft i tested: i < n_b, sampled or greedy) whose draft the
-    accept kernel (_accept_block) certainly rejects, from the row's complete chunk statistics: an id
-    outside [0, V); greedy, x_i != argmax or no finite logit (exact: comparisons only); sampled,
-    u_i + 2^-25 > _LAZY_MARGIN p_i(x_i) / q_i(x_i) (one-hot: p_i(x_i)) or a draft logit of -inf."""
-    x = tl.load(x_ptr + b * sx_b + tl.minimum(i, K - 1) * sx_k, mask=drafted, other=-1).to(tl.int64)
-    ok = drafted & (x >= 0) & (x < V)
-    gather = ok & sampled
-    rk, rk_ok = rows[:, None], drafted[:, None]  # [R, 1]: _combine_stats's [requests, positions]
-    big_m, log_s, arg = _combine_stats(tmax_ptr, tsum_ptr, targ_ptr, rk, rk_ok, inv_t, NC, True, NCB)
-    big_m = tl.reshape(big_m, (BLOCK_ROWS,))
-    log_s = tl.reshape(log_s, (BLOCK_ROWS,))
-    arg = tl.reshape(arg, (BLOCK_ROWS,))
+def _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K: tl.constexpr):
+    """x_i [R] of rows (b, i) where `drafted` (-1 elsewhere)."""
+    return tl.load(x_ptr + b * sx_b + tl.minimum(i, K - 1) * sx_k, mask=drafted, other=-1).to(tl.int64)
+
+
+@triton.jit
+def _draft_logits(b, i, x, drafted, sampled, t_ptr, d_ptr, seed_ptr, offset_ptr, V, st_b, st_k, st_v, sd_b,
+                  sd_k, sd_v, ss_b, so_b, K: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr):  # fmt: skip
+    """(x_i, clean l_i(x_i), clean d_i(x_i), seed, offset) [R]: what the decision of draft x_i reads
+    besides the row's statistics (the logits -inf off valid ids of sampled `drafted` rows; one-hot
+    drafts: d = l)."""
+    gather = drafted & (x >= 0) & (x < V) & sampled
     l_x = _clean_logits(tl.load(t_ptr + b * st_b + i * st_k + x * st_v, mask=gather, other=float("-inf")))
-    seed = tl.load(seed_ptr + b * ss_b, mask=gather, other=0).to(tl.int64)
-    offset = tl.load(offset_ptr + b * so_b, mask=gather, other=0).to(tl.int64)
-    zero = b * 0
-    w0, _, _, _ = philox_words(seed, offset, i, STREAM_LOGITS_UNIFORM, zero)
-    u = uniform_from_word(w0).to(tl.float64) + UNIFORM_HALF_STEP
     if HAS_DRAFT_LOGITS:
         d_x = _clean_logits(tl.load(d_ptr + b * sd_b + tl.minimum(i, K - 1) * sd_k + x * sd_v, mask=gather,
                                     other=float("-inf")))  # fmt: skip
-        big_md, log_sd, _ = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, rk_ok, inv_t, NC, False, NCB)
-        ratio = _acceptance_ratio(l_x, big_m, log_s, d_x, tl.reshape(big_md, (BLOCK_ROWS,)),
-                                  tl.reshape(log_sd, (BLOCK_ROWS,)), inv_t, True)  # fmt: skip
-        reject_sampled = (d_x == _NEG_INF) | (u > ratio * _LAZY_MARGIN)
+    else:
+        d_x = l_x
+    seed = tl.load(seed_ptr + b * ss_b, mask=gather, other=0).to(tl.int64)
+    offset = tl.load(offset_ptr + b * so_b, mask=gather, other=0).to(tl.int64)
+    return x, l_x, d_x, seed, offset
+
+
+@triton.jit
+def _row_statistics(rows, ok, inv_t, max_ptr, sum_ptr, arg_ptr, NC, WITH_ARG: tl.constexpr,
+                    BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
+    """(M, log S, argmax) [R] of rows `rows` where `ok`, from their chunk statistics (_combine_stats)."""
+    big_m, log_s, arg = _combine_stats(max_ptr, sum_ptr, arg_ptr, rows[:, None], ok[:, None], inv_t, NC,
+                                       WITH_ARG, NCB)  # fmt: skip
+    return (tl.reshape(big_m, (BLOCK_ROWS,)), tl.reshape(log_s, (BLOCK_ROWS,)),
+            tl.reshape(arg, (BLOCK_ROWS,)))  # fmt: skip
+
+
+@triton.jit
+def _certain_rejection(i, drafted, sampled, inv_t, gathered, big_m, log_s, arg, big_md, log_sd, V,
+                       HAS_DRAFT_LOGITS: tl.constexpr, EXACT: tl.constexpr = False):  # fmt: skip
+    """[R] bool: rows (b, i) `drafted` (draft i tested: i < n_b, sampled or greedy) whose draft the
+    accept kernel (_accept_block) certainly rejects, from the row's statistics (big_m, log_s, arg;
+    classic: the draft row's big_md, log_sd) and _draft_logits's `gathered`: an id outside [0, V);
+    greedy, x_i != argmax or no finite logit (exact: comparisons only); sampled, u_i + 2^-25 >
+    _LAZY_MARGIN p_i(x_i) / q_i(x_i) (one-hot: p_i(x_i)) or a draft logit of -inf. EXACT (the stats
+    pass's tail, _tail_arrival): the accept kernel's own test (reject unless u_i + 2^-25 < the
+    ratio), the one decision of the call."""
+    x, l_x, d_x, seed, offset = gathered
+    ok = drafted & (x >= 0) & (x < V)
+    w0, _, _, _ = philox_words(seed, offset, i, STREAM_LOGITS_UNIFORM, i * 0)
+    u = uniform_from_word(w0).to(tl.float64) + UNIFORM_HALF_STEP
+    if HAS_DRAFT_LOGITS:
+        ratio = _acceptance_ratio(l_x, big_m, log_s, d_x, big_md, log_sd, inv_t, True)
+        if EXACT:
+            reject_sampled = (d_x == _NEG_INF) | ~(u < ratio)
+        else:
+            reject_sampled = (d_x == _NEG_INF) | (u > ratio * _LAZY_MARGIN)
     else:
         p_x = _acceptance_ratio(l_x, big_m, log_s, l_x, big_m, log_s, inv_t, False)
-        reject_sampled = u > p_x * _LAZY_MARGIN
+        if EXACT:
+            reject_sampled = ~(u < p_x)
+        else:
+            reject_sampled = u > p_x * _LAZY_MARGIN
     reject_greedy = (x != arg) | (big_m == _NEG_INF)
     return drafted & (~ok | tl.where(sampled, reject_sampled, reject_greedy))
 
 
 @triton.jit
 def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr, offset_ptr,
-                  tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, state_ptr, cnt_ptr, V, NC, st_b, st_k,
-                  st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K: tl.constexpr,
+                  st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tmax_ptr, tsum_ptr, targ_ptr,
+                  dmax_ptr, dsum_ptr, state_ptr, cnt_ptr, V, NC, K: tl.constexpr,
                   HAS_DRAFT_LOGITS: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
     """LAZY: count this program's arrival at its rows (b, i < K); the last of the NC chunks (x 2 with
     draft rows) resets the counter and, where the row's draft is certainly rejected, raises state_b
@@ -738,11 +796,131 @@ def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x
     if tl.max(last.to(tl.int32), axis=0) > 0:
         tl.atomic_xchg(cnt_ptr + at, 0, mask=last, sem="relaxed")
         drafted = last & (sampled | greedy) & (i < n)
-        reject = _certain_rejection(rows, b, i, drafted, sampled, inv_t, t_ptr, d_ptr, x_ptr, seed_ptr,
-                                    offset_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, V, NC, st_b,
-                                    st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K, HAS_DRAFT_LOGITS,
-                                    BLOCK_ROWS, NCB)  # fmt: skip
+        # the id, the statistics, then the logits the id indexes: two load round trips
+        x = _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K)
+        big_m, log_s, arg = _row_statistics(rows, drafted, inv_t, tmax_ptr, tsum_ptr, targ_ptr, NC, True,
+                                            BLOCK_ROWS, NCB)  # fmt: skip
+        gathered = _draft_logits(b, i, x, drafted, sampled, t_ptr, d_ptr, seed_ptr, offset_ptr, V, st_b, st_k,
+                                 st_v, sd_b, sd_k, sd_v, ss_b, so_b, K, HAS_DRAFT_LOGITS)  # fmt: skip
+        if HAS_DRAFT_LOGITS:
+            big_md, log_sd, _ = _row_statistics(rows, drafted, inv_t, dmax_ptr, dsum_ptr, targ_ptr, NC, False,
+                                                BLOCK_ROWS, NCB)  # fmt: skip
+        else:
+            big_md, log_sd = big_m, log_s
+        reject = _certain_rejection(i, drafted, sampled, inv_t, gathered, big_m, log_s, arg, big_md, log_sd,
+                                    V, HAS_DRAFT_LOGITS)  # fmt: skip
         tl.atomic_max(state_ptr + b * _STATE_WORDS, (K + 1 - i).to(tl.int32), mask=reject, sem="relaxed")
+
+
+_TAIL_MAX_POSITIONS = 16  # TAIL's word holds a decided bit and a rejected bit per position (K+1 <= 16)
+_REJECTED_BIT: tl.constexpr = tl.constexpr(16)  # bit 16 + p: draft p rejected
+
+
+@triton.jit
+def _emit_position(word, n, K: tl.constexpr):
+    """(j, determined) [R] of requests whose TAIL word is `word` [R] (bit p: row p decided; bit 16 + p:
+    draft p rejected) and draft counts n [R]: j = the first rejection, else n; determined once rows
+    0..j are all decided (then no later decision can move j: a rejection below j would be a row < j)."""
+    rejected = (word >> _REJECTED_BIT) & 0xFFFF
+    j = n * 0 + (K + 1)
+    for p in tl.static_range(K + 1):
+        j = tl.where((((rejected >> p) & 1) != 0) & (j > p), p, j)
+    j = tl.minimum(j, n)
+    prefix = (2 << j) - 1
+    return j, (word.to(tl.int64) & prefix) == prefix
+
+
+@triton.jit
+def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
+                  targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
+                  row_f_ptr, row_i_ptr, V, NC, sx_b, sx_k, K: tl.constexpr, KP: tl.constexpr,
+                  BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
+    """TAIL (one-hot drafts, LAZY): the accept kernel's work done by the stats programs. The
+    last of the NC programs of row (b, i) (any position, the bonus row too) decides draft i exactly
+    (_certain_rejection with EXACT) where the row was read whole and is drafted, raises state_b as
+    LAZY does, and adds its bits to request b's word (state word b STATE_WORDS + 1): bit i (decided)
+    and bit 16 + i (rejected). The program whose addition makes the emit position j determined
+    (_emit_position; exactly one per request, the additions being atomic) writes the request's outputs
+    (_tail_emit); the one that adds the last of the K+1 decided bits zeroes both words for the next
+    call (every row's program has then arrived, so none reads them again in this call). Every program
+    loads its request's draft ids as it arrives (x_row, what an emitter writes), beside the counter's
+    round trip."""
+    live = sampled | greedy
+    pos = tl.arange(0, KP).to(tl.int64)[None, :]
+    x_row = tl.load(x_ptr + b[:, None] * sx_b + tl.minimum(pos, K - 1) * sx_k,
+                    mask=(row_ok & live)[:, None] & (pos < n[:, None]), other=-1).to(tl.int64)  # fmt: skip
+    at = rows * _STATE_WORDS  # a 128-byte line per counter
+    old = tl.atomic_add(cnt_ptr + at, 1, mask=row_ok, sem="acq_rel")
+    last = row_ok & (old == NC - 1)
+    if tl.max(last.to(tl.int32), axis=0) > 0:
+        tl.atomic_xchg(cnt_ptr + at, 0, mask=last, sem="relaxed")
+        flag_ptr = state_ptr + b * _STATE_WORDS
+        # read beside the statistics: a row that an earlier rejection let the pass skip (even in part) has
+        # no statistics to test, nor a use
+        flag = tl.load(flag_ptr, mask=last & (i > 0), other=0, cache_modifier=".cg")
+        stats_ok = last & live & (i <= n)
+        drafted = _recheck(stats_ok, flag, (K + 1 - i).to(tl.int32)) & (i < n)
+        big_m, log_s, arg = _row_statistics(rows, stats_ok, inv_t, tmax_ptr, tsum_ptr, targ_ptr, NC, True,
+                                            BLOCK_ROWS, NCB)  # fmt: skip
+        reject = _certain_rejection(i, drafted, sampled, inv_t, gathered, big_m, log_s, arg, big_m, log_s, V,
+                                    False, True)  # fmt: skip
+        tl.atomic_max(flag_ptr, (K + 1 - i).to(tl.int32), mask=reject, sem="relaxed")
+        one = tl.full((BLOCK_ROWS,), 1, tl.int32)
+        i32 = i.to(tl.int32)
+        bits = (one << i32) | tl.where(reject, one << (i32 + _REJECTED_BIT), 0)
+        before = tl.atomic_add(flag_ptr + 1, bits, mask=last, sem="acq_rel")
+        after = before + bits
+        _, was_determined = _emit_position(before, n, K)
+        j, determined = _emit_position(after, n, K)
+        emit = last & determined & ~was_determined
+        if tl.max(emit.to(tl.int32), axis=0) > 0:
+            _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, x_row, tmax_ptr, tsum_ptr,
+                       targ_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr,
+                       V, NC, K, KP, BLOCK_ROWS, NCB)  # fmt: skip
+        every_row = (1 << (K + 1)) - 1
+        done = last & ((after & every_row) == every_row)
+        tl.atomic_xchg(flag_ptr, 0, mask=done, sem="relaxed")
+        tl.atomic_xchg(flag_ptr + 1, 0, mask=done, sem="relaxed")
+
+
+@triton.jit
+def _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, x_row, tmax_ptr, tsum_ptr,
+               targ_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, V, NC,
+               K: tl.constexpr, KP: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
+    """TAIL: the outputs of requests b where `emit` [R], at emit position j: _accept_block's (the
+    accepted drafts, num_accepted, a greedy row's argmax, -1 after; x_row [R, KP] the requests' draft
+    ids) and, for sampled requests, what the pick kernel reads for the draw at j (row_f, row_i). Row
+    j's statistics are this row's (big_m, log_s, arg) where j = i, the common case (the prefix
+    completes at its last row), else combined again from the chunk statistics."""
+    other = emit & (j != i)
+    if tl.max(other.to(tl.int32), axis=0) > 0:
+        rk = (b * (K + 1) + j)[:, None]
+        m_o, s_o, a_o = _combine_stats(tmax_ptr, tsum_ptr, targ_ptr, rk, other[:, None], inv_t, NC, True, NCB)
+        big_m = tl.where(other, tl.reshape(m_o, (BLOCK_ROWS,)), big_m)
+        log_s = tl.where(other, tl.reshape(s_o, (BLOCK_ROWS,)), log_s)
+        arg = tl.where(other, tl.reshape(a_o, (BLOCK_ROWS,)), arg)
+    live = sampled | greedy
+    rejected = j < n
+    a = tl.where(live, j, 0)  # accepted drafts
+    pos = tl.arange(0, KP).to(tl.int64)[None, :]
+    token = tl.where(greedy & (big_m > _NEG_INF), arg, -1)
+    out = tl.where(pos < a[:, None], x_row, tl.where(pos == a[:, None], token[:, None], -1))
+    # a sampled request's token at j is the pick's (below): not written here
+    out_ok = emit[:, None] & (pos <= K) & ~(sampled[:, None] & (pos == a[:, None]))
+    tl.store(tokens_ptr + b[:, None] * (K + 1) + pos, out.to(tl.int32), mask=out_ok)
+    tl.store(num_accepted_ptr + b, a.to(tl.int32), mask=emit)
+    tl.store(fallback_ptr + b, sampled & False, mask=emit & ~sampled)
+    tl.store(valid_ptr + b, token >= 0, mask=emit & ~sampled)
+    # what the pick kernel (launched after this pass) reads: _accept_block's row_f / row_i
+    shift_p, norm_p = _row_log2_stats(big_m, log_s)
+    x_j = _pick_int(x_row, pos, j)
+    x_j = tl.where(rejected & (x_j >= 0) & (x_j < V), x_j, -1)
+    tl.store(row_f_ptr + b * 6, shift_p, mask=emit)
+    tl.store(row_f_ptr + b * 6 + 1, norm_p, mask=emit)
+    tl.store(row_f_ptr + b * 6 + 4, inv_t * _LOG2E, mask=emit)
+    tl.store(row_i_ptr + b * 3, j.to(tl.int32), mask=emit)
+    tl.store(row_i_ptr + b * 3 + 1, x_j.to(tl.int32), mask=emit)
+    tl.store(row_i_ptr + b * 3 + 2, sampled.to(tl.int32) + 4 * rejected.to(tl.int32), mask=emit)
 
 
 @triton.jit
@@ -1569,6 +1747,7 @@ def _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected,
 def _logits_stats_kernel(
     t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr,  # see _stats_block
     gmax_ptr, gsum_ptr, x_ptr, seed_ptr, offset_ptr, state_ptr, cnt_ptr,
+    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr,
     B, V, NC, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
     K: tl.constexpr,
@@ -1584,6 +1763,8 @@ def _logits_stats_kernel(
     LAZY: tl.constexpr = False,
     NCB: tl.constexpr = 1,
     RECHECK: tl.constexpr = False,
+    TAIL: tl.constexpr = False,
+    KP: tl.constexpr = 1,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows. LAZY: the same programs on one axis,
@@ -1603,12 +1784,12 @@ def _logits_stats_kernel(
         row_block = tl.program_id(0)
         chunk = tl.program_id(1)
         side = tl.program_id(2)
-    _stats_block(row_block, chunk, side > 0, t_ptr, d_ptr, temp_ptr, n_ptr,
-                 tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, x_ptr, seed_ptr,
-                 offset_ptr, state_ptr, cnt_ptr, B, V, NC, NP,
-                 st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
-                 K, HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH,
-                 PART_STATS, LAZY, NCB, RECHECK)  # fmt: skip
+    _stats_block(row_block, chunk, side > 0, t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr, targ_ptr,
+                 dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, x_ptr, seed_ptr, offset_ptr, state_ptr, cnt_ptr,
+                 tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, B, V, NC, NP,
+                 st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b, K,
+                 HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, LAZY,
+                 NCB, RECHECK, TAIL, KP)  # fmt: skip
 
 
 @triton.jit
@@ -1778,6 +1959,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 "pdl": False,  # griddepcontrol is GPU-only
                 "stats_lazy": _LAZY_STATS == "1",
                 "stats_recheck": True,
+                "stats_tail": True,
             }
         )  # as on the GPU, so bf16 / fp16 tests take it
     else:
@@ -1850,6 +2032,17 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
                 # to skip, so only its cost): -0.5 to +6.0 (classic bf16 (128, 8, 128256) 173.7 ->
                 # 179.7)
                 "stats_recheck": True,
+                # stats_tail (one-hot drafts, the lazy pass, K+1 <= 16): the stats programs decide
+                # every draft exactly and the program that fixes a request's emit position writes its
+                # outputs (_tail_arrival), and the pick kernel follows: two launches instead of three.
+                # H200 runs 237-240 (lazy_stats.py, the benchmark's inputs, zero_pause µs, lazy -> tail
+                # over 5-6 calls each; outputs equal to the eager pass's in every call): one-hot bf16
+                # (64, 4, 151936) 35.9-36.5 -> 33.0-33.6, fp32 47.0-48.4 -> 46.1-47.3, (128, 8, 128256)
+                # bf16 50.5-51.0 -> 47.7-49.2, fp32 72.2-73.7 -> 71.2-73.2; every draft accepted
+                # (nothing to skip) 44.7-46.0 -> 45.6-47.1, 65.7-66.5 -> 66.3-67.4, 100.6-103.4 ->
+                # 102.2-106.3, 164.2-166.8 -> 165.5-168.8. On the default call path against HEAD's
+                # package (ab_device_time, runs 239-240): 1.00-1.14x at B = 1 to 256
+                "stats_tail": True,
             }
         )
     # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
@@ -2045,7 +2238,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     lazy = bool(cfg["stats_lazy"]) and num_k > 0
     if lazy:  # the lazy stats pass's decisions and arrival counters (persistent, kept zero)
         state = stream_buffer(device, "logits_lazy_state", batch * STATE_WORDS, torch.int32, zeroed=True)
-        stats_arrivals = stream_buffer(device, "logits_stats_arrivals", batch * num_k * STATE_WORDS,
+        stats_arrivals = stream_buffer(device, "logits_stats_arrivals", batch * k_plus_1 * STATE_WORDS,
                                        torch.int32, zeroed=True)  # fmt: skip
     else:
         state = stats_arrivals = targ
@@ -2056,16 +2249,20 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         num_parts = cdiv(vocab, part_width)
         gmax = stream_buffer(device, "logits_gmax", num_rows * num_parts, torch.float32)
         gsum = stream_buffer(device, "logits_gsum", num_rows * num_parts, torch.float32)
+    tail = lazy and not has_draft and k_plus_1 <= _TAIL_MAX_POSITIONS and bool(cfg["stats_tail"])
     key = (device, stream, generation(), *key[3:])  # the allocations above may have bumped it
     # pdl: the accept and race / pick kernels launched with programmatic stream serialization, each
     # waiting (griddepcontrol.wait) for its predecessor's results; sm_90 and later only
     pdl = bool(cfg["pdl"]) and supports_pdl(device)
     later = dict(PDL=True, launch_pdl=True) if pdl else {}
+    # stats_tail: the stats pass writing the outputs (_tail_arrival), then the pick or nothing
+    tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1)) if tail else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
-                      PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
+                      PREFETCH=cfg["stats_prefetch"], PDL=pdl,
+                      PART_STATS=screen, LAZY=lazy,
                       RECHECK=lazy and bool(cfg["stats_recheck"]), NCB=min(next_pow2(nc1), 64),
-                      num_warps=cfg["stats_warps"],
+                      num_warps=cfg["stats_warps"], **tail_meta,
                       **({"maxnreg": cfg["stats_maxnreg"]} if cfg["stats_maxnreg"] else {}))  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large
@@ -2105,9 +2302,13 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     if lazy:
         stats_grid = (stats_grid[0] * stats_grid[1] * stats_grid[2],)
     grids = (stats_grid, (accept_blocks,), race_grid)
-    plan = (key, grids, (tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum,
-                         state, stats_arrivals),
-            (stats_meta, accept_meta, race_meta), (nc1, nc2, num_parts, num_groups))  # fmt: skip
+    metas = (stats_meta, accept_meta, race_meta)
+    # the launches: all three, or with stats_tail the stats pass and the pick
+    stages = (0, 2) if tail else (0, 1, 2)
+    grids, metas = tuple(grids[s] for s in stages), tuple(metas[s] for s in stages)
+    scratch = (tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum, state,
+               stats_arrivals)  # fmt: skip
+    plan = (key, grids, scratch, metas, (nc1, nc2, num_parts, num_groups), stages)
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
     _PLANS[key] = plan
@@ -2131,7 +2332,7 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg, signature=None) -> S
     sn = n.stride(0) if n is not None else 0
     lane_i32 = stats_lane_i32(cfg, vocab, st[2], sd[2])
     plan_args = (device, batch, k_plus_1, vocab, has_draft, n is not None, lane_i32, cfg)
-    key, grids, scratch, metas, counts = _plan(*plan_args)
+    key, grids, scratch, metas, counts, stages = _plan(*plan_args)
     sizes = (batch, vocab, *counts, st, sd, sx, sn, temperature.stride(0), seeds.stride(0), offsets.stride(0))
     args = _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, sizes)
     # launch_keyed's contract: the plan key holds the shape, the config and every constexpr; add the
@@ -2139,13 +2340,17 @@ def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg, signature=None) -> S
     inputs = (*args[1][:5], seeds, offsets)  # the accept kernel's: logits, draft, ids, temperature, counts
     call = (key, *[t.dtype for t in inputs[:5]], *sizes[6:], tuple(t.data_ptr() & 15 == 0 for t in inputs))
     last_kernel = _logits_race_kernel if has_draft else _logits_pick_kernel
-    kernels = (_logits_stats_kernel, _logits_accept_kernel, last_kernel)
-    keys = (("stats", call), ("accept", call), ("race" if has_draft else "pick", call))
+    # three launches, or fewer (stats_tail: the plan's stages say which)
+    kernels = tuple((_logits_stats_kernel, _logits_accept_kernel, last_kernel)[s] for s in stages)
+    keys = tuple(
+        (("stats", call), ("accept", call), ("race" if has_draft else "pick", call))[s] for s in stages
+    )
+    args = tuple(args[s] for s in stages)
     for kernel, grid, launch_key, kernel_args, meta in zip(kernels, grids, keys, args, metas, strict=True):
         launch_keyed(kernel, grid, launch_key, kernel_args, meta)
     if signature is not None:
         go = tuple(bind_keyed(*launch) for launch in zip(kernels, grids, keys, metas, strict=True))
-        remember(_REPEATS, signature, _RepeatLogits(plan_args, sizes, go))
+        remember(_REPEATS, signature, _RepeatLogits(plan_args, sizes, go, stages))
     return result
 
 
@@ -2161,8 +2366,9 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
     x_arg = x if lg.shape[1] > 1 else tokens
     n_arg = n if n is not None else tokens
     stats = (lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum, gmax, gsum, x_arg, seeds, offsets,
-             state, stats_arrivals, batch, vocab, nc1, num_parts, *st, *sd, s_temp, sn, *sx, s_seed,
-             s_offset)  # fmt: skip
+             state, stats_arrivals, tokens, num_accepted, fallback, valid, row_f, row_i, batch, vocab, nc1,
+             num_parts,
+             *st, *sd, s_temp, sn, *sx, s_seed, s_offset)  # fmt: skip
     accept = (lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum, row_f,
               row_i, tokens, num_accepted, fallback, valid, gmax, gsum, state, batch, vocab, nc1, num_parts,
               num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset)  # fmt: skip
@@ -2180,22 +2386,22 @@ class _RepeatLogits:
     takes the plan's scratch (kept from its last call: KeptBuffers, else `_plan` again) and makes
     the three launches, with the checks and the plan of the first call of its signature."""
 
-    __slots__ = ("plan_args", "sizes", "go", "scratch")
+    __slots__ = ("plan_args", "sizes", "go", "scratch", "stages")
 
-    def __init__(self, plan_args: tuple, sizes: tuple, go: tuple) -> None:
+    def __init__(self, plan_args: tuple, sizes: tuple, go: tuple, stages: tuple) -> None:
         self.plan_args = plan_args  # _plan's arguments: device, batch, K+1, V, flags, config
         self.sizes = sizes  # the kernels' int arguments: batch, vocab, the plan's counts, strides
         self.go = go  # bind_keyed's launches: stats, accept, race or pick
         self.scratch = KeptBuffers()  # the plan's scratch
+        self.stages = stages  # which of _kernel_args's three argument tuples go launches take
 
     def __call__(self, lg, x, dl, temperature, seeds, offsets, n) -> SampleResult:
         device, batch, k_plus_1 = self.plan_args[:3]
         result = empty_result(batch, k_plus_1, device)
         scratch = self.scratch.get(device, lambda: _plan(*self.plan_args)[2])
         args = _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, self.sizes)
-        self.go[0](args[0])
-        self.go[1](args[1])
-        self.go[2](args[2])
+        for go, stage in zip(self.go, self.stages, strict=True):  # three launches, or fewer (stats_tail)
+            go(args[stage])
         return result
 
 

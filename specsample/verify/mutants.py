@@ -338,6 +338,14 @@ KERNEL_PATCHES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
             ),
         ],
     ),
+    (
+        "kernel_logits_tail_emits_before_prefix",
+        _LOGITS,
+        "rejection_sample_logits kernel, one-hot drafts: the statistics pass's tail takes a request's emit "
+        "position as fixed at its first decided row, before the rows before it are decided (a draft "
+        "accepted at position 0 emits the bonus token, whatever the later drafts)",
+        [(r"return j, \(word\.to\(tl\.int64\) & prefix\) == prefix", "return j, word != 0")],
+    ),
 ]
 
 

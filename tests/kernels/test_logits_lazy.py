@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import specsample.kernels.logits as kl
 from specsample.kernels._launch import interpreting
@@ -87,25 +89,44 @@ def _emit_positions(case: dict, result) -> np.ndarray:
     return np.where(usable, result[1], -1)
 
 
-# (tiling, dtype, classic, stats_recheck): the default (recheck) in every combination, and one case without
-LAZY_CASES = [
-    pytest.param(tiling, dtype, classic, True, id=f"{tiling}-{dtype}-{'classic' if classic else 'one-hot'}")
-    for tiling in sorted(TILINGS)
-    for dtype in ("fp32", "bf16")
-    for classic in (True, False)
-] + [pytest.param("row-per-program", "fp32", True, False, id="row-per-program-fp32-classic-no-recheck")]
+# one-hot drafts' path other than the default (stats_tail: the decisions and outputs in the stats pass, the
+# pick kernel after it): the accept kernel after the pass
+TAILS = {"no-tail": {"stats_tail": False}}
+# (tiling, dtype, classic, extra config): the default (recheck; one-hot drafts: stats_tail) in every
+# combination, one case without recheck, and one-hot drafts without the tail in every tiling and dtype
+LAZY_CASES = (
+    [
+        pytest.param(tiling, dtype, classic, {}, id=f"{tiling}-{dtype}-{'classic' if classic else 'one-hot'}")
+        for tiling in sorted(TILINGS)
+        for dtype in ("fp32", "bf16")
+        for classic in (True, False)
+    ]
+    + [
+        pytest.param(
+            "row-per-program", "fp32", True, {"stats_recheck": False}, id="row-per-program-fp32-no-recheck"
+        )
+    ]
+    + [
+        pytest.param(tiling, dtype, False, TAILS[tail], id=f"{tiling}-{dtype}-one-hot-{tail}")
+        for tiling in sorted(TILINGS)
+        for dtype in ("fp32", "bf16")
+        for tail in sorted(TAILS)
+    ]
+)
 
 
-@pytest.mark.parametrize(("tiling", "dtype", "classic", "recheck"), LAZY_CASES)
-def test_lazy_stats_pass_equals_eager(tiling, dtype, classic, recheck):
+@pytest.mark.parametrize(("tiling", "dtype", "classic", "extra"), LAZY_CASES)
+def test_lazy_stats_pass_equals_eager(tiling, dtype, classic, extra):
     """n = 24 requests, K = 3, V = 300, make_batch's edge cases (NaN / inf logits, rows without
     mass, p == q drafts, invalid ids and temperatures, ragged counts; half the drafts the target
     argmax). Asserts: lazy == eager on every row (all four outputs); no row at or before a
     request's emit position was skipped (its statistics equal the eager pass's); under the
     interpreter, at least 5 rows that the eager pass computes were skipped (by the flags, not rows
     nobody reads). With and without `stats_recheck` (rows that started live read the flag again tile by
-    tile: under the interpreter no flag changes while a program runs, so only a wrong test shows)."""
-    config = {**TILINGS[tiling], "stats_lazy": True, "stats_recheck": recheck}
+    tile: under the interpreter no flag changes while a program runs, so only a wrong test shows), and
+    one-hot drafts with and without their tail in the stats pass (`stats_tail`, the default: the
+    decisions exact there, the outputs written by the program that fixes a request's emit position)."""
+    config = {**TILINGS[tiling], "stats_lazy": True, **extra}
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic, dtype=dtype)
     faults, flagged = _lazy_faults(kl, case, config)
     assert not faults, "; ".join(faults)
@@ -135,22 +156,28 @@ def _lazy_faults(module, case: dict, config: dict) -> tuple[list[str], int]:
     return faults, int((skipped & _needed_rows(case)).sum())
 
 
-def _greedy_rejecting_batch() -> dict:
+def _greedy_rejecting_batch(classic: bool = True) -> dict:
     """Greedy requests whose drafts are rarely the target argmax (make_batch's argmax drafts shifted
     by one token), so that most reject draft 0: a call that sets many flags."""
-    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
+    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic, edges=False, ragged=False)
     case["draft_token_ids"] = (case["draft_token_ids"] + 1) % VOCAB
     case["temperature"] = torch.zeros(BATCH)
     return case
 
 
-def test_flags_do_not_outlive_the_call():
+@pytest.mark.parametrize("drafts", ["classic", "one-hot"])
+def test_flags_do_not_outlive_the_call(drafts):
     """A call whose drafts are mostly rejected early, then a call of the same shape whose drafts are
     all accepted (greedy requests whose drafts are the target argmax): the second equals the eager
-    pass on every row (flags left from the first would skip its rows)."""
+    pass on every row (flags left from the first would skip its rows; with the one-hot tail, the
+    default for one-hot drafts, decided and rejected bits left from it would fix the second's emit
+    positions)."""
+    classic = drafts == "classic"
     config = {**TILINGS["row-per-program"], "stats_lazy": True}
-    first = _greedy_rejecting_batch()
-    second = make_batch(current_test_seed() + 1, BATCH, NUM_K, VOCAB, classic=True, edges=False, ragged=False)
+    first = _greedy_rejecting_batch(classic)
+    second = make_batch(
+        current_test_seed() + 1, BATCH, NUM_K, VOCAB, classic=classic, edges=False, ragged=False
+    )
     second["draft_token_ids"] = second["target_logits"][:, :NUM_K].argmax(-1)
     second["temperature"] = torch.zeros(BATCH)
     lazy_first, _ = _lazy_call(kl, first, config)
@@ -166,19 +193,36 @@ _ACCEPTED_AS_REJECTED = {name: patches for name, _, _, patches in KERNEL_PATCHES
     "kernel_logits_lazy_accepted_as_rejected"
 ]
 
-PLANTED = {  # bugs the tests above must catch
+PLANTED = {  # bugs the tests above must catch: (classic, pattern, replacement, extra config)
     # classic: a draft accepted by the accept kernel's test is taken for certainly rejected
-    "classic-accepted-as-rejected": (True, *_ACCEPTED_AS_REJECTED[0]),
-    # one-hot: the same
-    "one-hot-accepted-as-rejected": (False, *_ACCEPTED_AS_REJECTED[1]),
+    "classic-accepted-as-rejected": (True, *_ACCEPTED_AS_REJECTED[0], {}),
+    # one-hot, without the tail (whose test is exact): the same
+    "one-hot-accepted-as-rejected": (False, *_ACCEPTED_AS_REJECTED[1], TAILS["no-tail"]),
     # greedy: a draft equal to the argmax is taken for certainly rejected
     "greedy-accepted-as-rejected": (
         True,
         r"reject_greedy = \(x != arg\) \| \(big_m == _NEG_INF\)",
         "reject_greedy = (x == arg) | (big_m == _NEG_INF)",
+        {},
     ),
     # stats_recheck: the tile-by-tile test reversed, so rows still needed stop after their first tile
-    "recheck-reversed": (False, r"return live & \(flag <= flag_at\)", "return live & (flag > flag_at)"),
+    "recheck-reversed": (False, r"return live & \(flag <= flag_at\)", "return live & (flag > flag_at)", {}),
+    # stats_tail: a request's emit position taken as fixed at its first decided row (the mutant
+    # catalogue's kernel_logits_tail_emits_before_prefix): its program emits, at its own row's rejection
+    # or at n
+    "tail-prefix-ignored": (
+        False,
+        r"return j, \(word\.to\(tl\.int64\) & prefix\) == prefix",
+        "return j, word != 0",
+        {"stats_tail": True},
+    ),
+    # stats_tail: the exact test reversed (drafts accepted where they should be rejected, and back)
+    "tail-sampled-test-reversed": (
+        False,
+        r"reject_sampled = ~\(u < p_x\)",
+        "reject_sampled = ~(u > p_x)",
+        {"stats_tail": True},
+    ),
 }
 
 
@@ -194,9 +238,9 @@ def test_planted_lazy_bugs_are_caught(bug):
     """The equality above can fail: a copy of the kernel module whose lazy pass skips rows the accept
     kernel needs, wholly or in part, differs from the eager pass on some rows of the same kind of
     batch (fp32, one row per program), in its outputs or in the statistics of rows it used."""
-    classic, pattern, replacement = PLANTED[bug]
+    classic, pattern, replacement, extra = PLANTED[bug]
     planted = patched_module("specsample.kernels.logits", [(pattern, replacement)])
-    config = {**TILINGS["row-per-program"], "stats_lazy": True}
+    config = {**TILINGS["row-per-program"], "stats_lazy": True, **extra}
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
     faults, _ = _lazy_faults(planted, case, config)
     assert faults, f"planted bug {bug} went unnoticed"
@@ -261,3 +305,54 @@ def test_long_chunks_on_large_lazy_grids(monkeypatch, batch, k_plus_1, vocab, lo
     cfg = kl.launch_config(batch, k_plus_1, vocab, overrides, logit_bytes=logit_bytes)
     assert cfg["stats_block"] == 512
     assert cfg["stats_tiles"] == tiles
+
+
+@triton.jit
+def _emit_position_probe(word_ptr, n_ptr, j_ptr, done_ptr, N, K: tl.constexpr, BLOCK: tl.constexpr):
+    """kl._emit_position on N (word, n) pairs."""
+    at = tl.arange(0, BLOCK)
+    ok = at < N
+    word = tl.load(word_ptr + at, mask=ok, other=0)
+    n = tl.load(n_ptr + at, mask=ok, other=0).to(tl.int64)
+    j, done = kl._emit_position(word, n, K)
+    tl.store(j_ptr + at, j.to(tl.int32), mask=ok)
+    tl.store(done_ptr + at, done.to(tl.int32), mask=ok)
+
+
+def test_emit_position_is_fixed_once_and_for_all():
+    """stats_tail's emit position from a request's word (kernels/logits.py `_emit_position`), K = 3, on
+    every word its programs can build: decided bits D over rows 0..K, rejected bits R within D on
+    drafted rows (< n), n in 0..K. Asserts, exactly: j = the lowest rejected row, else n, and the
+    position is determined iff rows 0..j are all decided (against this test's model); and the
+    property that makes one program emit once: a determined word keeps its j and stays determined
+    whatever rows decide after it (every superset word the protocol can reach). Under the interpreter
+    programs finish in position order, so the out-of-order words are tested here, not by the calls."""
+    k = 3
+    words, ns = [], []
+    for n in range(k + 1):
+        for decided in range(1 << (k + 1)):
+            for rejected in range(1 << n):
+                if rejected & ~decided:
+                    continue
+                words.append(decided | (rejected << 16))
+                ns.append(n)
+    word_t = torch.tensor(words, dtype=torch.int32, device=DEVICE)
+    n_t = torch.tensor(ns, dtype=torch.int32, device=DEVICE)
+    j_t = torch.empty_like(word_t)
+    done_t = torch.empty_like(word_t)
+    block = 1 << (len(words) - 1).bit_length()
+    _emit_position_probe[(1,)](word_t, n_t, j_t, done_t, len(words), K=k, BLOCK=block)
+    table = {}
+    for word, n, j, done in zip(words, ns, j_t.tolist(), done_t.tolist(), strict=True):
+        rejected = word >> 16
+        want_j = min([p for p in range(k + 1) if rejected >> p & 1] + [n])
+        want_done = all(word >> p & 1 for p in range(want_j + 1))
+        assert (j, bool(done)) == (want_j, want_done), f"word {word:#x}, n = {n}"
+        table[word, n] = (j, bool(done))
+    for (word, n), (j, done) in table.items():
+        if not done:
+            continue
+        for (later, n2), (j2, done2) in table.items():
+            grows = n2 == n and later & word == word and (later >> 16) & (word & 0xFFFF) == word >> 16
+            if grows:  # more rows decided; the rows decided before keep their rejected bits
+                assert done2 and j2 == j, f"{word:#x} -> {later:#x} (n = {n}) moved j {j} -> {j2}"
