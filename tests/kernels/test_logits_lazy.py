@@ -356,3 +356,22 @@ def test_emit_position_is_fixed_once_and_for_all():
             grows = n2 == n and later & word == word and (later >> 16) & (word & 0xFFFF) == word >> 16
             if grows:  # more rows decided; the rows decided before keep their rejected bits
                 assert done2 and j2 == j, f"{word:#x} -> {later:#x} (n = {n}) moved j {j} -> {j2}"
+
+
+@pytest.mark.parametrize(
+    ("k_plus_1", "classic", "overrides", "stages"),
+    [
+        (16, False, {}, (0, 2)),  # one-hot drafts: the stats pass, then the pick
+        (17, False, {}, (0, 1, 2)),  # the word holds 16 positions' bits: three launches past that
+        (5, True, {}, (0, 1, 2)),  # classic drafts keep the accept kernel and the race
+        (5, False, {"stats_tail": False}, (0, 1, 2)),
+        (5, False, {"stats_lazy": False}, (0, 1, 2)),  # the tail lives in the lazy pass
+    ],
+)
+def test_tail_plan(k_plus_1, classic, overrides, stages):
+    """Which kernels a call launches (the plan's stages: 0 stats, 1 accept, 2 race or pick): the one-hot
+    tail where K+1 <= 16 (its word has 16 decided and 16 rejected bits), on the lazy pass only."""
+    cfg = kl.launch_config(4, k_plus_1, 300, overrides)
+    plan = kl._plan(torch.device(DEVICE), 4, k_plus_1, 300, classic, False, False, cfg)
+    assert plan[-1] == stages
+    assert len(plan[1]) == len(plan[3]) == len(stages)  # a grid and a launch config per launch
