@@ -2316,8 +2316,9 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
 
 
 def _launch(lg, x, dl, temperature, seeds, offsets, n, cfg, signature=None) -> SampleResult:
-    """The three launches on validated tensors. `signature`: the call's `tensor_signature`, under
-    which the launch is remembered for repeat calls (default config only)."""
+    """The launches (three; two with stats_tail, the plan's stages) on validated tensors. `signature`:
+    the call's `tensor_signature`, under which the launch is remembered for repeat calls (default config
+    only)."""
     batch, k_plus_1, vocab = lg.shape
     num_k = k_plus_1 - 1
     device = lg.device
@@ -2384,7 +2385,8 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
 class _RepeatLogits:
     """A remembered rejection_sample_logits launch (kernels/_call_signature.py): allocates the outputs,
     takes the plan's scratch (kept from its last call: KeptBuffers, else `_plan` again) and makes
-    the three launches, with the checks and the plan of the first call of its signature."""
+    the plan's launches (three, or two with stats_tail), with the checks and the plan of the first call of
+    its signature."""
 
     __slots__ = ("plan_args", "sizes", "go", "scratch", "stages")
 
