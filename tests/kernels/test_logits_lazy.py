@@ -246,19 +246,51 @@ def test_planted_lazy_bugs_are_caught(bug):
     assert faults, f"planted bug {bug} went unnoticed"
 
 
+STATE_KEPT = {  # (classic, pattern, replacement): a call's state left for the next one
+    # the accept kernel (classic drafts) leaves the decisions set
+    "accept-kernel-flags": (
+        True,
+        r"tl\.store\(state_ptr \+ req \* _STATE_WORDS, 0, mask=req_ok\)",
+        "tl.store(state_ptr + req * _STATE_WORDS, 0, mask=req_ok & False)",
+    ),
+    # stats_tail (one-hot drafts): the program adding the last decided bit leaves the flag set
+    "tail-flag": (
+        False,
+        r'tl\.atomic_xchg\(flag_ptr, 0, mask=done, sem="relaxed"\)',
+        'tl.atomic_xchg(flag_ptr, 0, mask=done & False, sem="relaxed")',
+    ),
+    # stats_tail: ... or the request's decided and rejected bits
+    "tail-word": (
+        False,
+        r'tl\.atomic_xchg\(flag_ptr \+ 1, 0, mask=done, sem="relaxed"\)',
+        'tl.atomic_xchg(flag_ptr + 1, 0, mask=done & False, sem="relaxed")',
+    ),
+    # stats_tail: a row's last program leaves its arrival counter at NC
+    "tail-counter": (
+        False,
+        r"(last = row_ok & \(old == NC - 1\)\n\s+if tl\.max\(last\.to\(tl\.int32\), axis=0\) > 0:\n\s+)"
+        r'tl\.atomic_xchg\(cnt_ptr \+ at, 0, mask=last, sem="relaxed"\)',
+        r'\1tl.atomic_xchg(cnt_ptr + at, 0, mask=last & False, sem="relaxed")',
+    ),
+}
+
+
 @pytest.mark.skipif(not interpreting(), reason=ON_GPU_TIMING)
-def test_state_kept_is_caught():
-    """A copy whose accept kernel leaves the decisions set fails the between-calls comparison."""
-    kept = (r"tl\.store\(state_ptr \+ req \* _STATE_WORDS, 0, mask=req_ok\)",
-            "tl.store(state_ptr + req * _STATE_WORDS, 0, mask=req_ok & False)")  # fmt: skip
-    planted = patched_module("specsample.kernels.logits", [kept])
+@pytest.mark.parametrize("bug", sorted(STATE_KEPT))
+def test_state_kept_is_caught(bug):
+    """A copy that leaves a call's state for the next (the accept kernel's flags; with the one-hot tail,
+    its flag, its word of decided and rejected bits, or a row's arrival counter) fails the between-calls
+    comparison of test_flags_do_not_outlive_the_call: greedy calls that mostly reject draft 0, then the
+    same calls with every draft the target argmax."""
+    classic, pattern, replacement = STATE_KEPT[bug]
+    planted = patched_module("specsample.kernels.logits", [(pattern, replacement)])
     config = {**TILINGS["row-per-program"], "stats_lazy": True}
-    first = _greedy_rejecting_batch()
+    first = _greedy_rejecting_batch(classic)
     second = dict(first, draft_token_ids=first["target_logits"][:, :NUM_K].argmax(-1))
     try:
         _lazy_call(planted, first, config)
         lazy, _ = _lazy_call(planted, second, config)
-        assert row_mismatch(lazy, SampleResult(*_eager(second, config))).any(), "flags kept went unnoticed"
+        assert row_mismatch(lazy, SampleResult(*_eager(second, config))).any(), f"{bug} went unnoticed"
     finally:
         from specsample.kernels._arrivals import discard_arrival_counters
 
