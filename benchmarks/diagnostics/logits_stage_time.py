@@ -19,7 +19,9 @@ One JSON line per (case, prefix) to --out.
 The statistics pass is timed eager (SPECSAMPLE_LAZY_STATS=0 unless set): the lazy pass's flags are
 reset by the accept kernel, so a prefix without it would leave them set and later calls would skip
 rows (kernels/logits.py, session 31). The eager pass also keeps one-hot drafts on three launches: their
-lazy tail (stats_tail, which decides in the statistics pass and has no accept launch) is not timed here.
+lazy tail (stats_tail, which decides in the statistics pass and has no accept launch) is not timed here
+unless SPECSAMPLE_LAZY_STATS=1 is set; that is safe for one-hot drafts only (the tail's last programs zero
+its flags, word and counters themselves), and their prefixes of 1 and 2 are then the same launch.
 """
 
 from __future__ import annotations
