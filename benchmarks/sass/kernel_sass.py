@@ -41,7 +41,11 @@ from specsample.kernels import _copy_policy  # noqa: E402
 from specsample.kernels._launch import next_pow2  # noqa: E402
 from specsample.kernels.chain import _chain_kernel  # noqa: E402
 from specsample.kernels.gumbel import _race_chunk_kernel  # noqa: E402
-from specsample.kernels.logits import _logits_race_kernel, _logits_stats_kernel  # noqa: E402
+from specsample.kernels.logits import (  # noqa: E402
+    _logits_accept_kernel,
+    _logits_race_kernel,
+    _logits_stats_kernel,
+)
 
 PTR_TYPES = dict(p_ptr="*fp32", q_ptr="*fp32", x_ptr="*i64", n_ptr="*i64", u_ptr="*fp32", seed_ptr="*i64",
                  offset_ptr="*i64", partial_ptr="*fp64", arrivals_ptr="*i32", tokens_ptr="*i32",
@@ -90,8 +94,10 @@ def compile_kernel(
         const = dict(BLOCK_ROWS=1, BLOCK_V=block_v, NUM_SAMPLES=1, UNIT_STRIDE_V=True, FAST_LOG2=True,
                      FUSED_MERGE=True, BLOCK_PARTS=32, WRITE_SCORE=False, stride_v=1, SCREEN=False,
                      GROUPED=False, SLOTS=1, PICK_IN_CHUNK=False, MERGE_GROUP_LANES=0)  # fmt: skip
-    else:  # logits-stats / logits-race: classic drafts, K = 4, fp32 logits
-        fn = _logits_stats_kernel if kernel_name == "logits-stats" else _logits_race_kernel
+    else:  # logits-stats / logits-accept / logits-race: classic drafts, K = 4, fp32 logits
+        fn = {"logits-stats": _logits_stats_kernel, "logits-accept": _logits_accept_kernel}.get(
+            kernel_name, _logits_race_kernel
+        )
         ptr_types = {p: LOGITS_PTR_TYPES.get(p, "*fp32") for p in inspect.signature(fn.fn).parameters
                      if p.endswith("_ptr")}  # fmt: skip
         ptr_types.update(t_ptr=f"*{logits_dtype}", d_ptr=f"*{logits_dtype}")
@@ -99,7 +105,7 @@ def compile_kernel(
         const = dict(K=4, KP=8, HAS_DRAFT_LOGITS=True, RAGGED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
                      TILES=tiles, st_v=1, sd_v=1, LANE_I32=False, FAST_LOG=False, GW=min(256, block_v),
                      TILES_P2=1 << max(0, tiles - 1).bit_length(), PREFETCH=0, NCB2=64,
-                     P_IN_MERGE=0, LAZY=0, NCB=64, TAIL=0)  # fmt: skip
+                     P_IN_MERGE=0, LAZY=0, NCB=64, TAIL=0, SCREEN=0, GB=4, PARTS=1, PDL=0)  # fmt: skip
         const = {k: v for k, v in const.items() if k in inspect.signature(fn.fn).parameters}
     const.update(flags)
     params = list(inspect.signature(fn.fn).parameters)
@@ -157,7 +163,7 @@ def loops(instrs) -> list[tuple[int, int]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kernel", choices=("chain", "race", "logits-stats", "logits-race"))
+    ap.add_argument("kernel", choices=("chain", "race", "logits-stats", "logits-accept", "logits-race"))
     ap.add_argument("--block-v", type=int, default=None, help="default 1024 (chain), 2048 (race)")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=3)

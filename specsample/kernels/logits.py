@@ -887,10 +887,9 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
 def _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, x_row, tmax_ptr, tsum_ptr,
                targ_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, V, NC,
                K: tl.constexpr, KP: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
-    """TAIL: the outputs of requests b where `emit` [R], at emit position j: _accept_block's (the
-    accepted drafts, num_accepted, a greedy row's argmax, -1 after; x_row [R, KP] the requests' draft
-    ids) and, for sampled requests, what the pick kernel reads for the draw at j (row_f, row_i). Row
-    j's statistics are this row's (big_m, log_s, arg) where j = i, the common case (the prefix
+    """TAIL: the outputs of requests b where `emit` [R], at emit position j, as _accept_block stores
+    them (_store_emit; x_row [R, KP] the requests' draft ids), the pick kernel's draw at j after this
+    pass. Row j's statistics are this row's (big_m, log_s, arg) where j = i, the common case (the prefix
     completes at its last row), else combined again from the chunk statistics."""
     other = emit & (j != i)
     if tl.max(other.to(tl.int32), axis=0) > 0:
@@ -899,28 +898,46 @@ def _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, x_ro
         big_m = tl.where(other, tl.reshape(m_o, (BLOCK_ROWS,)), big_m)
         log_s = tl.where(other, tl.reshape(s_o, (BLOCK_ROWS,)), log_s)
         arg = tl.where(other, tl.reshape(a_o, (BLOCK_ROWS,)), arg)
-    live = sampled | greedy
-    rejected = j < n
-    a = tl.where(live, j, 0)  # accepted drafts
     pos = tl.arange(0, KP).to(tl.int64)[None, :]
-    token = tl.where(greedy & (big_m > _NEG_INF), arg, -1)
-    out = tl.where(pos < a[:, None], x_row, tl.where(pos == a[:, None], token[:, None], -1))
-    # a sampled request's token at j is the pick's (below): not written here
-    out_ok = emit[:, None] & (pos <= K) & ~(sampled[:, None] & (pos == a[:, None]))
-    tl.store(tokens_ptr + b[:, None] * (K + 1) + pos, out.to(tl.int32), mask=out_ok)
-    tl.store(num_accepted_ptr + b, a.to(tl.int32), mask=emit)
-    tl.store(fallback_ptr + b, sampled & False, mask=emit & ~sampled)
-    tl.store(valid_ptr + b, token >= 0, mask=emit & ~sampled)
-    # what the pick kernel (launched after this pass) reads: _accept_block's row_f / row_i
-    shift_p, norm_p = _row_log2_stats(big_m, log_s)
-    x_j = _pick_int(x_row, pos, j)
+    _store_emit(b, emit, j, n, x_row, pos, sampled, greedy, inv_t, big_m, log_s, arg, big_m, log_s, V,
+                tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, K,
+                False)  # fmt: skip
+
+
+@triton.jit
+def _store_emit(req, ok, j, n, x, pos, sampled, greedy, inv_t, m_j, log_s_j, arg_j, m_dj, log_sd_j, V,
+                tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, K: tl.constexpr,
+                HAS_DRAFT_LOGITS: tl.constexpr):  # fmt: skip
+    """The outputs of requests `req` [R] where `ok`, at emit position j (n: draft counts; x [R, KP]
+    draft ids at positions pos [1, KP]; row j's M, log S, argmax and, classic, its draft row's M, log
+    S): every output but a sampled request's token at j and its fallback / valid (the race's merge or
+    the pick draws them, in a later launch, from row_f and row_i stored here). Shared by the accept
+    kernel (_accept_block) and the one-hot tail (_tail_emit)."""
+    rejected = j < n
+    x_j = _pick_int(x, pos, j)  # the rejected draft, -1 unless rejected and in [0, V) (stored as int32)
     x_j = tl.where(rejected & (x_j >= 0) & (x_j < V), x_j, -1)
-    tl.store(row_f_ptr + b * 6, shift_p, mask=emit)
-    tl.store(row_f_ptr + b * 6 + 1, norm_p, mask=emit)
-    tl.store(row_f_ptr + b * 6 + 4, inv_t * _LOG2E, mask=emit)
-    tl.store(row_i_ptr + b * 3, j.to(tl.int32), mask=emit)
-    tl.store(row_i_ptr + b * 3 + 1, x_j.to(tl.int32), mask=emit)
-    tl.store(row_i_ptr + b * 3 + 2, sampled.to(tl.int32) + 4 * rejected.to(tl.int32), mask=emit)
+    if HAS_DRAFT_LOGITS:
+        use_q = sampled & rejected
+    else:
+        use_q = sampled & False
+    shift_p, norm_p = _row_log2_stats(m_j, log_s_j)
+    shift_q, norm_q = _row_log2_stats(m_dj, log_sd_j)
+    tl.store(row_f_ptr + req * 6, shift_p, mask=ok)
+    tl.store(row_f_ptr + req * 6 + 1, norm_p, mask=ok)
+    tl.store(row_f_ptr + req * 6 + 2, shift_q, mask=ok)
+    tl.store(row_f_ptr + req * 6 + 3, norm_q, mask=ok)
+    tl.store(row_f_ptr + req * 6 + 4, inv_t * _LOG2E, mask=ok)
+    flags = sampled.to(tl.int32) + 2 * use_q.to(tl.int32) + 4 * rejected.to(tl.int32)
+    tl.store(row_i_ptr + req * 3, j.to(tl.int32), mask=ok)
+    tl.store(row_i_ptr + req * 3 + 1, x_j.to(tl.int32), mask=ok)
+    tl.store(row_i_ptr + req * 3 + 2, flags, mask=ok)
+    token = tl.where(greedy & (m_j > _NEG_INF), arg_j, -1)
+    a = tl.where(sampled | greedy, j, 0)  # accepted drafts
+    out = tl.where(pos < a[:, None], x, tl.where(pos == a[:, None], token[:, None], -1))
+    tl.store(tokens_ptr + req[:, None] * (K + 1) + pos, out.to(tl.int32), mask=ok[:, None] & (pos <= K))
+    tl.store(num_accepted_ptr + req, a.to(tl.int32), mask=ok)
+    tl.store(fallback_ptr + req, sampled & False, mask=ok)
+    tl.store(valid_ptr + req, token >= 0, mask=ok)
 
 
 @triton.jit
@@ -1291,42 +1308,17 @@ def _accept_block(
     accept = ok & tl.where(sampled[:, None], accept_sampled, accept_greedy)
     j = tl.min(tl.where(drafted & ~accept, pos, K + 1), axis=1)
     j = tl.minimum(j, n)  # a = j accepted drafts; j is the emit position
-    rejected = j < n
     m_j = _pick(big_m, pos, j)
     log_s_j = _pick(log_s, pos, j)
-    x_j = _pick_int(x, pos, j)  # the rejected draft, -1 unless rejected and in [0, V) (stored as int32)
-    x_j = tl.where(rejected & (x_j >= 0) & (x_j < V), x_j, -1)
-
     if HAS_DRAFT_LOGITS:
         m_dj = _pick(big_md, pos, j)
         log_sd_j = _pick(log_sd, pos, j)
-        use_q = sampled & rejected
     else:  # unused stand-ins (one-hot drafts read no draft row)
         m_dj = m_j
         log_sd_j = log_s_j
-        use_q = sampled & False
-    shift_p, norm_p = _row_log2_stats(m_j, log_s_j)
-    shift_q, norm_q = _row_log2_stats(m_dj, log_sd_j)
-    tl.store(row_f_ptr + req * 6, shift_p, mask=req_ok)
-    tl.store(row_f_ptr + req * 6 + 1, norm_p, mask=req_ok)
-    tl.store(row_f_ptr + req * 6 + 2, shift_q, mask=req_ok)
-    tl.store(row_f_ptr + req * 6 + 3, norm_q, mask=req_ok)
-    tl.store(row_f_ptr + req * 6 + 4, inv_t * _LOG2E, mask=req_ok)
-    flags = sampled.to(tl.int32) + 2 * use_q.to(tl.int32) + 4 * rejected.to(tl.int32)
-    tl.store(row_i_ptr + req * 3, j.to(tl.int32), mask=req_ok)
-    tl.store(row_i_ptr + req * 3 + 1, x_j.to(tl.int32), mask=req_ok)
-    tl.store(row_i_ptr + req * 3 + 2, flags, mask=req_ok)
-    # every output but a sampled row's emitted token (and its fallback / valid): the race's merge
-    # or the pick, both later launches
-    token_greedy = tl.where(m_j > _NEG_INF, _pick_int(arg, pos, j), -1)
-    token = tl.where(greedy, token_greedy, -1)
-    a = tl.where(sampled | greedy, j, 0)
-    out = tl.where(pos < a[:, None], x, tl.where(pos == a[:, None], token[:, None], -1))
-    out_ok = req_ok[:, None] & (pos <= K)
-    tl.store(tokens_ptr + req[:, None] * (K + 1) + pos, out.to(tl.int32), mask=out_ok)
-    tl.store(num_accepted_ptr + req, a.to(tl.int32), mask=req_ok)
-    tl.store(fallback_ptr + req, sampled & False, mask=req_ok)
-    tl.store(valid_ptr + req, token >= 0, mask=req_ok)
+    _store_emit(req, req_ok, j, n, x, pos, sampled, greedy, inv_t, m_j, log_s_j, _pick_int(arg, pos, j), m_dj,
+                log_sd_j, V, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, K,
+                HAS_DRAFT_LOGITS)  # fmt: skip
     if SCREEN:  # the race's screening threshold: a score some group of row j attains (or -inf)
         # row j's values read back from what this program stored above (a CTA barrier makes the stores
         # visible): values reduced over [R, KP] lend their layout to the [R, GB] slabs, and Triton 3.6
@@ -2259,8 +2251,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1)) if tail else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
-                      PREFETCH=cfg["stats_prefetch"], PDL=pdl,
-                      PART_STATS=screen, LAZY=lazy,
+                      PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
                       RECHECK=lazy and bool(cfg["stats_recheck"]), NCB=min(next_pow2(nc1), 64),
                       num_warps=cfg["stats_warps"], **tail_meta,
                       **({"maxnreg": cfg["stats_maxnreg"]} if cfg["stats_maxnreg"] else {}))  # fmt: skip
@@ -2368,8 +2359,7 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
     n_arg = n if n is not None else tokens
     stats = (lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum, gmax, gsum, x_arg, seeds, offsets,
              state, stats_arrivals, tokens, num_accepted, fallback, valid, row_f, row_i, batch, vocab, nc1,
-             num_parts,
-             *st, *sd, s_temp, sn, *sx, s_seed, s_offset)  # fmt: skip
+             num_parts, *st, *sd, s_temp, sn, *sx, s_seed, s_offset)  # fmt: skip
     accept = (lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum, row_f,
               row_i, tokens, num_accepted, fallback, valid, gmax, gsum, state, batch, vocab, nc1, num_parts,
               num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset)  # fmt: skip
