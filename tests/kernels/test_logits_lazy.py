@@ -404,6 +404,7 @@ def test_tail_plan(k_plus_1, classic, overrides, stages):
     """Which kernels a call launches (the plan's stages: 0 stats, 1 accept, 2 race or pick): the one-hot
     tail where K+1 <= 16 (its word has 16 decided and 16 rejected bits), on the lazy pass only."""
     cfg = kl.launch_config(4, k_plus_1, 300, overrides)
-    plan = kl._plan(torch.device(DEVICE), 4, k_plus_1, 300, classic, False, False, cfg)
+    device = torch.empty(0, device=DEVICE).device  # as the launcher gets it: a CUDA device with its index
+    plan = kl._plan(device, 4, k_plus_1, 300, classic, False, False, cfg)
     assert plan[-1] == stages
     assert len(plan[1]) == len(plan[3]) == len(stages)  # a grid and a launch config per launch
