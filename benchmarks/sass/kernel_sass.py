@@ -5,6 +5,8 @@ claim still comes from the H200.
     python benchmarks/sass/kernel_sass.py chain [--block-v 1024] [--warps 4] [--stages 3] [--tiles 4]
                                                [--flag NAME=VALUE ...]
     python benchmarks/sass/kernel_sass.py race [--block-v 2048] [--warps 4]
+    python benchmarks/sass/kernel_sass.py logits-pick --warps 4 --flag GB=1024 --flag PARTS=1 --flag GW=256 \
+        --flag FAST_LOG=1 --flag PDL=0   # the one-hot pick at V = 151936 (594 groups in one slab, session 45)
     python benchmarks/sass/kernel_sass.py chain --block-v 512 --warps 1 --tiles 8 --stages 2 \
         --flag EMIT_LANES=64 --maxnreg 96        # the chain's wide grid at V = 151936 (session 13)
 
@@ -43,6 +45,7 @@ from specsample.kernels.chain import _chain_kernel  # noqa: E402
 from specsample.kernels.gumbel import _race_chunk_kernel  # noqa: E402
 from specsample.kernels.logits import (  # noqa: E402
     _logits_accept_kernel,
+    _logits_pick_kernel,
     _logits_race_kernel,
     _logits_stats_kernel,
 )
@@ -94,10 +97,10 @@ def compile_kernel(
         const = dict(BLOCK_ROWS=1, BLOCK_V=block_v, NUM_SAMPLES=1, UNIT_STRIDE_V=True, FAST_LOG2=True,
                      FUSED_MERGE=True, BLOCK_PARTS=32, WRITE_SCORE=False, stride_v=1, SCREEN=False,
                      GROUPED=False, SLOTS=1, PICK_IN_CHUNK=False, MERGE_GROUP_LANES=0)  # fmt: skip
-    else:  # logits-stats / logits-accept / logits-race: classic drafts, K = 4, fp32 logits
-        fn = {"logits-stats": _logits_stats_kernel, "logits-accept": _logits_accept_kernel}.get(
-            kernel_name, _logits_race_kernel
-        )
+    else:  # logits-stats / logits-accept / logits-race / logits-pick: K = 4, fp32 logits (classic drafts
+        # but for the pick, which is one-hot's)
+        fn = {"logits-stats": _logits_stats_kernel, "logits-accept": _logits_accept_kernel,
+              "logits-pick": _logits_pick_kernel}.get(kernel_name, _logits_race_kernel)  # fmt: skip
         ptr_types = {p: LOGITS_PTR_TYPES.get(p, "*fp32") for p in inspect.signature(fn.fn).parameters
                      if p.endswith("_ptr")}  # fmt: skip
         ptr_types.update(t_ptr=f"*{logits_dtype}", d_ptr=f"*{logits_dtype}")
@@ -163,7 +166,8 @@ def loops(instrs) -> list[tuple[int, int]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kernel", choices=("chain", "race", "logits-stats", "logits-accept", "logits-race"))
+    kernels = ("chain", "race", "logits-stats", "logits-accept", "logits-race", "logits-pick")
+    ap.add_argument("kernel", choices=kernels)
     ap.add_argument("--block-v", type=int, default=None, help="default 1024 (chain), 2048 (race)")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=3)
