@@ -592,6 +592,7 @@ def _stats_block(
     RECHECK: tl.constexpr = False,
     TAIL: tl.constexpr = False,  # one-hot drafts, LAZY: the decisions and outputs here (_tail_arrival)
     KP: tl.constexpr = 1,  # TAIL: next_pow2(K+1)
+    PICK_POLL: tl.constexpr = False,  # TAIL: release each request's ready word for the pick (pick_poll)
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -644,7 +645,8 @@ def _stats_block(
                                      st_v, ss_b, so_b, K, False)  # fmt: skip
             _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                           targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-                          row_f_ptr, row_i_ptr, V, NC, sx_b, sx_k, K, KP, BLOCK_ROWS, NCB)  # fmt: skip
+                          row_f_ptr, row_i_ptr, V, NC, sx_b, sx_k, K, KP, BLOCK_ROWS, NCB,
+                          PICK_POLL)  # fmt: skip
         elif K > 0:
             _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
                           offset_ptr, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tmax_ptr,
@@ -813,6 +815,9 @@ def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x
 
 
 _TAIL_MAX_POSITIONS = 16  # TAIL's word holds a decided bit and a rejected bit per position (K+1 <= 16)
+# PICK_POLL: word b STATE_WORDS + 2 of the state, 1 from request b's emit (the tail's emitter, release) until
+# its pick program reads it (acquire) and zeroes it; words 0 and 1 are the lazy flag and the tail's word
+_READY_WORD: tl.constexpr = tl.constexpr(2)
 _REJECTED_BIT: tl.constexpr = tl.constexpr(16)  # bit 16 + p: draft p rejected
 
 
@@ -834,7 +839,7 @@ def _emit_position(word, n, K: tl.constexpr):
 def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                   targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
                   row_f_ptr, row_i_ptr, V, NC, sx_b, sx_k, K: tl.constexpr, KP: tl.constexpr,
-                  BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
+                  BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr, PICK_POLL: tl.constexpr = False):  # fmt: skip
     """TAIL (one-hot drafts, LAZY): the accept kernel's work done by the stats programs. The
     last of the NC programs of row (b, i) (any position, the bonus row too) decides draft i exactly
     (_certain_rejection with EXACT) where the row was read whole and is drafted, raises state_b as
@@ -850,6 +855,10 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
     x_row = tl.load(x_ptr + b[:, None] * sx_b + tl.minimum(pos, K - 1) * sx_k,
                     mask=(row_ok & live)[:, None] & (pos < n[:, None]), other=-1).to(tl.int64)  # fmt: skip
     at = rows * _STATE_WORDS  # a 128-byte line per counter
+    if PICK_POLL:
+        # the part statistics this program's threads stored, ordered before the arrival (one thread's
+        # release): with pick_poll the pick reads row j's after the emit, not after the pass
+        tl.debug_barrier()
     old = tl.atomic_add(cnt_ptr + at, 1, mask=row_ok, sem="acq_rel")
     last = row_ok & (old == NC - 1)
     if tl.max(last.to(tl.int32), axis=0) > 0:
@@ -877,6 +886,9 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
             _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, x_row, tmax_ptr, tsum_ptr,
                        targ_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr,
                        V, NC, K, KP, BLOCK_ROWS, NCB)  # fmt: skip
+            if PICK_POLL:  # the outputs and row_f / row_i stored (any thread), then the ready word released
+                tl.debug_barrier()
+                tl.atomic_xchg(flag_ptr + _READY_WORD, 1, mask=emit, sem="release")
         every_row = (1 << (K + 1)) - 1
         done = last & ((after & every_row) == every_row)
         tl.atomic_xchg(flag_ptr, 0, mask=done, sem="relaxed")
@@ -1757,6 +1769,7 @@ def _logits_stats_kernel(
     RECHECK: tl.constexpr = False,
     TAIL: tl.constexpr = False,
     KP: tl.constexpr = 1,
+    PICK_POLL: tl.constexpr = False,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows. LAZY: the same programs on one axis,
@@ -1781,7 +1794,7 @@ def _logits_stats_kernel(
                  tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, B, V, NC, NP,
                  st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b, K,
                  HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, LAZY,
-                 NCB, RECHECK, TAIL, KP)  # fmt: skip
+                 NCB, RECHECK, TAIL, KP, PICK_POLL)  # fmt: skip
 
 
 @triton.jit
@@ -1859,6 +1872,7 @@ def _logits_pick_kernel(
     row_i_ptr,  # [B, 3] int32 from _accept_block
     gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (one-hot drafts)
     gsum_ptr,  # [B*(K+1), NP] fp32 part sums
+    state_ptr,  # [B * STATE_WORDS] int32 (POLL): word b STATE_WORDS + _READY_WORD, 1 once b's emit is stored
     tokens_ptr,  # [B, K+1] int32 out, contiguous: the sampled rows' emitted token at j
     fallback_ptr,  # [B] bool out (sampled rows)
     valid_ptr,  # [B] bool out (sampled rows)
@@ -1871,21 +1885,43 @@ def _logits_pick_kernel(
     GW: tl.constexpr,
     FAST_LOG: tl.constexpr,
     PDL: tl.constexpr = False,
+    POLL: tl.constexpr = False,  # after the one-hot tail (pick_poll): wait per request, not per grid
 ):  # fmt: skip
     # grid (request blocks), one-hot drafts, in place of the race kernel: _pick_in_groups on what
     # _accept_block left for each request. (Fused into the accept kernel, which has the same grid:
     # with the emit row handed over in registers Triton 3.6 compiles for minutes at V = 151936, runs
     # 49 and 111; through memory behind a barrier it compiles but gains nothing once this launch is
-    # a dependent one, run 112.) PDL: as the race.
-    if PDL:
-        gdc_wait()
+    # a dependent one, run 112.) PDL: as the race. POLL: each program waits for its requests' ready
+    # words (released by the tail's emitter, _tail_emit), zeroes them, and waits for the statistics
+    # pass only at its end, so that this launch never completes before the pass (whose last programs
+    # reset the tail's state) and the call's outputs and state are whole when the stream moves on.
     req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     req_ok = req < B
+    if POLL:
+        _wait_ready(state_ptr + req * _STATE_WORDS + _READY_WORD, req_ok)
+    elif PDL:
+        gdc_wait()
     seed, offset, j, x_j, sampled, use_q, rejected, shift_p, norm_p, shift_q, norm_q, scale2 = _emit_row(
         req, req_ok, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr, ss_b, so_b)  # fmt: skip
     _pick_in_groups(req, req_ok, t_ptr, seed, offset, j, x_j, sampled, rejected, shift_p, norm_p, scale2,
                     gmax_ptr, gsum_ptr, tokens_ptr, fallback_ptr, valid_ptr, V, NP, NG, st_b, st_k, st_v,
                     K, BLOCK_ROWS, GB, PARTS, GW, FAST_LOG)  # fmt: skip
+    if POLL:
+        tl.atomic_xchg(state_ptr + req * _STATE_WORDS + _READY_WORD, 0, mask=req_ok, sem="relaxed")
+        if PDL:
+            gdc_wait()
+
+
+@triton.jit
+def _wait_ready(ready_ptr, ok):
+    """POLL: spin until the ready word of every request where `ok` [R] is set (acquire: what the emitter
+    stored before releasing it is visible after), then a CTA barrier, so that every thread's later loads
+    come after the acquiring thread's."""
+    waiting = ok
+    while tl.max(waiting.to(tl.int32), axis=0) > 0:
+        seen = tl.atomic_add(ready_ptr, 0, mask=waiting, sem="acquire")
+        waiting = waiting & (seen == 0)
+    tl.debug_barrier()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2040,6 +2076,13 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
     # part statistics (1024 // parts groups; one slab covers V <= 262144 with 256-token parts)
     cfg["pick_slab_parts"] = 1024
+    # pick_poll (one-hot drafts with stats_tail; off until measured, benchmarks/NOTES.md session 45): the
+    # pick's programs wait for their own requests' emits (a ready word the tail's emitter releases) instead
+    # of the whole statistics pass (griddepcontrol.wait), so requests whose emit position is fixed early
+    # are drawn while the pass's later programs still run; each pick program waits for the pass at its
+    # end, so the call still ends after both. The stats programs order their part statistics before their
+    # arrival with a CTA barrier, which the pick's reads of row j then rely on.
+    cfg["pick_poll"] = False
     # race_screen (classic drafts): the stats pass also stores the target rows' part statistics, the
     # accept kernel reads a few groups of row j for a threshold (_screen_threshold), and each race
     # program reads only the tiles of row j that hold a group whose bound log P_g - log E_g can
@@ -2248,7 +2291,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     pdl = bool(cfg["pdl"]) and supports_pdl(device)
     later = dict(PDL=True, launch_pdl=True) if pdl else {}
     # stats_tail: the stats pass writing the outputs (_tail_arrival), then the pick or nothing
-    tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1)) if tail else {}
+    pick_poll = tail and bool(cfg["pick_poll"])
+    tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1), PICK_POLL=pick_poll) if tail else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
                       PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
@@ -2285,7 +2329,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         pick_rows = _rows_within_tile(cfg["race_rows"], slab * parts)
         race_meta = dict(K=num_k, BLOCK_ROWS=pick_rows, GB=slab, PARTS=parts,
                          GW=max(4, min(GROUP_TOKENS, next_pow2(vocab))), FAST_LOG=cfg["fast_log"],
-                         num_warps=cfg["pick_warps"], **later)  # fmt: skip
+                         POLL=pick_poll, num_warps=cfg["pick_warps"], **later)  # fmt: skip
         race_grid = (cdiv(batch, pick_rows),)
     # the stats pass: target rows, and draft rows (classic) in programs of their own (axis 2)
     # (lazy: the same programs on one axis, _logits_stats_kernel)
@@ -2367,7 +2411,7 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
         last = (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, tokens, fallback, valid,
                 gmax, gsum, batch, vocab, nc2, num_parts, *st, *sd, s_seed, s_offset)  # fmt: skip
     else:
-        last = (lg, seeds, offsets, row_f, row_i, gmax, gsum, tokens, fallback, valid,
+        last = (lg, seeds, offsets, row_f, row_i, gmax, gsum, state, tokens, fallback, valid,
                 batch, vocab, num_parts, num_groups, *st, s_seed, s_offset)  # fmt: skip
     return stats, accept, last
 

@@ -24,7 +24,7 @@ import triton.language as tl
 
 import specsample.kernels.logits as kl
 from specsample.kernels._launch import interpreting
-from specsample.kernels._stream_buffers import stream_buffer
+from specsample.kernels._stream_buffers import discard_stream_buffers, stream_buffer
 from specsample.kernels.result import SampleResult
 from specsample.stats import current_test_seed
 from specsample.verify.mutants import KERNEL_PATCHES, patched_module
@@ -89,9 +89,9 @@ def _emit_positions(case: dict, result) -> np.ndarray:
     return np.where(usable, result[1], -1)
 
 
-# one-hot drafts' path other than the default (stats_tail: the decisions and outputs in the stats pass, the
-# pick kernel after it): the accept kernel after the pass
-TAILS = {"no-tail": {"stats_tail": False}}
+# one-hot drafts' paths other than the default (stats_tail: the decisions and outputs in the stats pass, the
+# pick kernel after it): the accept kernel after the pass; the pick waiting per request (pick_poll)
+TAILS = {"no-tail": {"stats_tail": False}, "pick-poll": {"pick_poll": True}}
 # (tiling, dtype, classic, extra config): the default (recheck; one-hot drafts: stats_tail) in every
 # combination, one case without recheck, and one-hot drafts without the tail in every tiling and dtype
 LAZY_CASES = (
@@ -295,6 +295,59 @@ def test_state_kept_is_caught(bug):
         from specsample.kernels._arrivals import discard_arrival_counters
 
         discard_arrival_counters()
+
+
+def _state_words_after_call(module, config: dict) -> np.ndarray:
+    """[B, 3] the lazy state's words (flag, the tail's word, pick_poll's ready word) of every request after
+    one one-hot call of make_batch's (edge cases included) by `module` with `config`."""
+    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=False)
+    state = stream_buffer(torch.device(DEVICE), "logits_lazy_state", BATCH * kl.STATE_WORDS, torch.int32,
+                          zeroed=True)  # fmt: skip
+    _lazy_call(module, case, config)
+    return state[: BATCH * kl.STATE_WORDS].view(BATCH, kl.STATE_WORDS)[:, :3].cpu().numpy()
+
+
+# pick_poll: the pick leaves a request's ready word set (the next call's pick would not wait for its emit)
+_READY_KEPT = (
+    r'tl\.atomic_xchg\(state_ptr \+ req \* _STATE_WORDS \+ _READY_WORD, 0, mask=req_ok, sem="relaxed"\)',
+    'tl.atomic_xchg(state_ptr + req * _STATE_WORDS + _READY_WORD, 0, mask=req_ok & False, sem="relaxed")',
+)
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["kernel", "ready-kept"])
+def test_pick_poll_leaves_the_state_zero(planted):
+    """With pick_poll (one-hot drafts, the tail) every request's emit sets its ready word and its pick
+    zeroes it: after a call the flag, the tail's word and the ready word are 0 for every request (a
+    ready word left set would let the next call's pick read that call's row j before its emit; under
+    the interpreter, where the pass ends before the pick starts, only this check sees it). The copy whose
+    pick leaves the ready word set must fail it."""
+    config = {**TILINGS["row-per-program"], "stats_lazy": True, "pick_poll": True}
+    module = patched_module("specsample.kernels.logits", [_READY_KEPT]) if planted else kl
+    try:
+        words = _state_words_after_call(module, config)
+    finally:
+        discard_stream_buffers("logits_lazy_state")
+    if planted:
+        assert (words[:, 2] == 1).all(), f"the planted copy left ready words {words[:, 2]}"
+    else:
+        assert not words.any(), f"state left after the call: {np.argwhere(words)[:5]}"
+
+
+def test_pick_poll_emits_release_every_ready_word(monkeypatch):
+    """With pick_poll, the statistics pass alone (the pick's launch left out) leaves every request's ready
+    word at 1: each request's emit released it, which the pick waits for (a request without it would
+    spin). The words are cleared afterwards."""
+    config = {**TILINGS["row-per-program"], "stats_lazy": True, "pick_poll": True}
+    original = kl.launch_keyed
+    monkeypatch.setattr(kl, "_REPEATS", kl.call_memo())  # a remembered call launches without launch_keyed
+    monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: None if key[0] == "pick"
+                        else original(kernel, grid, key, args, meta))  # fmt: skip
+    try:
+        words = _state_words_after_call(kl, config)
+    finally:
+        discard_stream_buffers("logits_lazy_state")
+    assert (words[:, 2] == 1).all(), f"ready words after the pass: {words[:, 2]}"
+    assert not words[:, :2].any(), "the tail's flag and word are the pass's to clear"
 
 
 @pytest.mark.parametrize(("value", "lazy"), [("0", False), ("1", True), ("yes", None)])
