@@ -100,7 +100,9 @@ NAMED_SWEEPS = {  # name: (classic configs, one-hot configs, names)
     ),
 }
 NAMED = NAMED_SWEEPS.get(os.environ.get("LOGITS_GPU_SWEEP", ""))
-# one-hot configurations coupled with the reference besides the default
+# one-hot configurations coupled with the reference besides the default (pick_poll: session 45, off by
+# default until timed; the pick waits for its own requests' emits, not for the whole pass)
+PICK_POLL = {"pick_poll": True}
 ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
 # the stats pass's load-ahead switch against its default per dtype (on for 16-bit logits), both draft kinds
@@ -165,7 +167,7 @@ def coupling(batch, num_k, vocab, dtype_name, classic, gen, config=None, fallbac
     print("coupling", row, flush=True)
 
 
-def graph_check(gen, config=None, classic=True):
+def graph_check(gen, config=None, classic=True, key=None):
     batch, num_k, vocab = 32, 4, 32000
     case = make_inputs(batch, num_k, vocab, torch.bfloat16, classic, gen, temps=(0.0, 1.0))
     first = L.rejection_sample_logits(**case, _config=config)
@@ -188,7 +190,7 @@ def graph_check(gen, config=None, classic=True):
         eager = L.rejection_sample_logits(**case, _config=config)
         replays_ok &= all(torch.equal(a, b) for a, b in zip(captured, eager, strict=True))
     torch.cuda.synchronize()
-    key = "graph" if classic else "graph_one_hot"
+    key = key or ("graph" if classic else "graph_one_hot")
     RESULTS[key] = dict(deterministic=same, replays_equal_eager=bool(replays_ok))
     print(key, RESULTS[key], flush=True)
 
@@ -307,6 +309,7 @@ def main() -> int:
         lambda: coupling(64, 8, 128256, "fp32", False, gen, ONE_HOT_COUPLED[0]),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, ONE_HOT_COUPLED[1]),
         lambda: coupling(64, 4, 151936, "fp32", False, gen, ONE_HOT_COUPLED[2]),
+        lambda: coupling(64, 4, 151936, "bf16", False, gen, PICK_POLL),
         lambda: coupling(128, 4, 151936, "bf16", True, gen, AHEAD_COUPLED[0]),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, AHEAD_COUPLED[0]),
         lambda: coupling(32, 8, 128256, "fp32", True, gen, AHEAD_COUPLED[1]),
@@ -322,11 +325,12 @@ def main() -> int:
         lambda: coupling(64, 8, 128256, "fp32", False, gen, None, hostile=True),
         lambda: graph_check(gen),
         lambda: graph_check(gen, classic=False),
+        lambda: graph_check(gen, PICK_POLL, classic=False, key="graph_one_hot_pick_poll"),
     ]
     if os.environ.get("LOGITS_GPU_PERF_ONLY"):  # the timing sweep alone (coupling: a full run)
         steps = []
     if os.environ.get("LOGITS_GPU_GRAPH_ONLY"):  # the CUDA-graph checks alone (with LOGITS_GPU_NO_PERF)
-        steps = steps[-2:]
+        steps = steps[-3:]
     for step in steps:
         try:
             step()
@@ -359,7 +363,8 @@ def main() -> int:
         mode += "".join(f" {k}" for k in c["config"]) + (" hostile" if c.get("hostile") else "")
         print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
               f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e} {c.get('fallbacks', 0):>8}")  # fmt: skip
-    print(f"graph: {RESULTS['graph']}; one-hot: {RESULTS.get('graph_one_hot')}")
+    graphs = (RESULTS["graph"], RESULTS.get("graph_one_hot"), RESULTS.get("graph_one_hot_pick_poll"))
+    print("graph: {}; one-hot: {}; one-hot pick_poll: {}".format(*graphs))
     print(f"\nperformance (us, median); copy bandwidth {RESULTS['copy_bw'] or 0:.3e} B/s")
     print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'floor':>7} {'eager':>7} {'graph':>7} {'stats':>7} "
           f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config "
