@@ -645,7 +645,7 @@ def _stats_block(
                                      st_v, ss_b, so_b, K, False)  # fmt: skip
             _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                           targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-                          row_f_ptr, row_i_ptr, V, NC, sx_b, sx_k, K, KP, BLOCK_ROWS, NCB,
+                          row_f_ptr, row_i_ptr, B, V, NC, sx_b, sx_k, K, KP, BLOCK_ROWS, NCB,
                           PICK_POLL)  # fmt: skip
         elif K > 0:
             _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
@@ -815,9 +815,9 @@ def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x
 
 
 _TAIL_MAX_POSITIONS = 16  # TAIL's word holds a decided bit and a rejected bit per position (K+1 <= 16)
-# PICK_POLL: word b STATE_WORDS + 2 of the state, 1 from request b's emit (the tail's emitter, release) until
-# its pick program reads it (acquire) and zeroes it; words 0 and 1 are the lazy flag and the tail's word
-_READY_WORD: tl.constexpr = tl.constexpr(2)
+# PICK_POLL: word (B + b) STATE_WORDS of the state (a line of its own, past the B lines of the lazy flags and
+# the tail's words, which thousands of programs read while a pick may spin), 1 from request b's emit (the
+# tail's emitter, release) until its pick program reads it (acquire) and zeroes it
 _REJECTED_BIT: tl.constexpr = tl.constexpr(16)  # bit 16 + p: draft p rejected
 
 
@@ -838,7 +838,7 @@ def _emit_position(word, n, K: tl.constexpr):
 @triton.jit
 def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                   targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-                  row_f_ptr, row_i_ptr, V, NC, sx_b, sx_k, K: tl.constexpr, KP: tl.constexpr,
+                  row_f_ptr, row_i_ptr, B, V, NC, sx_b, sx_k, K: tl.constexpr, KP: tl.constexpr,
                   BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr, PICK_POLL: tl.constexpr = False):  # fmt: skip
     """TAIL (one-hot drafts, LAZY): the accept kernel's work done by the stats programs. The
     last of the NC programs of row (b, i) (any position, the bonus row too) decides draft i exactly
@@ -888,7 +888,7 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
                        V, NC, K, KP, BLOCK_ROWS, NCB)  # fmt: skip
             if PICK_POLL:  # the outputs and row_f / row_i stored (any thread), then the ready word released
                 tl.debug_barrier()
-                tl.atomic_xchg(flag_ptr + _READY_WORD, 1, mask=emit, sem="release")
+                tl.atomic_xchg(state_ptr + (B + b) * _STATE_WORDS, 1, mask=emit, sem="release")
         every_row = (1 << (K + 1)) - 1
         done = last & ((after & every_row) == every_row)
         tl.atomic_xchg(flag_ptr, 0, mask=done, sem="relaxed")
@@ -1872,7 +1872,7 @@ def _logits_pick_kernel(
     row_i_ptr,  # [B, 3] int32 from _accept_block
     gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (one-hot drafts)
     gsum_ptr,  # [B*(K+1), NP] fp32 part sums
-    state_ptr,  # [B * STATE_WORDS] int32 (POLL): word b STATE_WORDS + _READY_WORD, 1 once b's emit is stored
+    state_ptr,  # [2 B STATE_WORDS] int32 (POLL): word (B + b) STATE_WORDS, 1 once b's emit is stored
     tokens_ptr,  # [B, K+1] int32 out, contiguous: the sampled rows' emitted token at j
     fallback_ptr,  # [B] bool out (sampled rows)
     valid_ptr,  # [B] bool out (sampled rows)
@@ -1898,7 +1898,7 @@ def _logits_pick_kernel(
     req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     req_ok = req < B
     if POLL:
-        _wait_ready(state_ptr + req * _STATE_WORDS + _READY_WORD, req_ok)
+        _wait_ready(state_ptr + (B + req) * _STATE_WORDS, req_ok)
     elif PDL:
         gdc_wait()
     seed, offset, j, x_j, sampled, use_q, rejected, shift_p, norm_p, shift_q, norm_q, scale2 = _emit_row(
@@ -1907,7 +1907,7 @@ def _logits_pick_kernel(
                     gmax_ptr, gsum_ptr, tokens_ptr, fallback_ptr, valid_ptr, V, NP, NG, st_b, st_k, st_v,
                     K, BLOCK_ROWS, GB, PARTS, GW, FAST_LOG)  # fmt: skip
     if POLL:
-        tl.atomic_xchg(state_ptr + req * _STATE_WORDS + _READY_WORD, 0, mask=req_ok, sem="relaxed")
+        tl.atomic_xchg(state_ptr + (B + req) * _STATE_WORDS, 0, mask=req_ok, sem="relaxed")
         if PDL:
             gdc_wait()
 
@@ -2272,7 +2272,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         best, best_idx, arrivals = tmax, targ, targ
     lazy = bool(cfg["stats_lazy"]) and num_k > 0
     if lazy:  # the lazy stats pass's decisions and arrival counters (persistent, kept zero)
-        state = stream_buffer(device, "logits_lazy_state", batch * STATE_WORDS, torch.int32, zeroed=True)
+        # B lines of flags and tail words, then B lines of pick_poll's ready words
+        state = stream_buffer(device, "logits_lazy_state", 2 * batch * STATE_WORDS, torch.int32, zeroed=True)
         stats_arrivals = stream_buffer(device, "logits_stats_arrivals", batch * k_plus_1 * STATE_WORDS,
                                        torch.int32, zeroed=True)  # fmt: skip
     else:

@@ -298,19 +298,21 @@ def test_state_kept_is_caught(bug):
 
 
 def _state_words_after_call(module, config: dict) -> np.ndarray:
-    """[B, 3] the lazy state's words (flag, the tail's word, pick_poll's ready word) of every request after
-    one one-hot call of make_batch's (edge cases included) by `module` with `config`."""
+    """[B, 3] the lazy state's words (flag, the tail's word, pick_poll's ready word, on a line of its own
+    past the B lines of the first two) of every request after one one-hot call of make_batch's (edge
+    cases included) by `module` with `config`."""
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=False)
-    state = stream_buffer(torch.device(DEVICE), "logits_lazy_state", BATCH * kl.STATE_WORDS, torch.int32,
+    state = stream_buffer(torch.device(DEVICE), "logits_lazy_state", 2 * BATCH * kl.STATE_WORDS, torch.int32,
                           zeroed=True)  # fmt: skip
     _lazy_call(module, case, config)
-    return state[: BATCH * kl.STATE_WORDS].view(BATCH, kl.STATE_WORDS)[:, :3].cpu().numpy()
+    lines = state[: 2 * BATCH * kl.STATE_WORDS].view(2, BATCH, kl.STATE_WORDS).cpu().numpy()
+    return np.concatenate([lines[0, :, :2], lines[1, :, :1]], axis=1)
 
 
 # pick_poll: the pick leaves a request's ready word set (the next call's pick would not wait for its emit)
 _READY_KEPT = (
-    r'tl\.atomic_xchg\(state_ptr \+ req \* _STATE_WORDS \+ _READY_WORD, 0, mask=req_ok, sem="relaxed"\)',
-    'tl.atomic_xchg(state_ptr + req * _STATE_WORDS + _READY_WORD, 0, mask=req_ok & False, sem="relaxed")',
+    r'tl\.atomic_xchg\(state_ptr \+ \(B \+ req\) \* _STATE_WORDS, 0, mask=req_ok, sem="relaxed"\)',
+    'tl.atomic_xchg(state_ptr + (B + req) * _STATE_WORDS, 0, mask=req_ok & False, sem="relaxed")',
 )
 
 
