@@ -815,10 +815,16 @@ def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x
 
 
 _TAIL_MAX_POSITIONS = 16  # TAIL's word holds a decided bit and a rejected bit per position (K+1 <= 16)
-# PICK_POLL: word (B + b) STATE_WORDS of the state (a line of its own, past the B lines of the lazy flags and
-# the tail's words, which thousands of programs read while a pick may spin), 1 from request b's emit (the
-# tail's emitter, release) until its pick program reads it (acquire) and zeroes it
 _REJECTED_BIT: tl.constexpr = tl.constexpr(16)  # bit 16 + p: draft p rejected
+
+
+@triton.jit
+def _ready_word(state_ptr, B, b):
+    """PICK_POLL: request b's ready word, word (B + b) STATE_WORDS of the state: a line of its own past the
+    B lines of the lazy flags and the tail's words, which thousands of stats programs read while a pick may
+    spin. 1 from b's emit (the tail's emitter, release) until b's pick program reads it (acquire) and
+    zeroes it."""
+    return state_ptr + (B + b) * _STATE_WORDS
 
 
 @triton.jit
@@ -888,7 +894,7 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
                        V, NC, K, KP, BLOCK_ROWS, NCB)  # fmt: skip
             if PICK_POLL:  # the outputs and row_f / row_i stored (any thread), then the ready word released
                 tl.debug_barrier()
-                tl.atomic_xchg(state_ptr + (B + b) * _STATE_WORDS, 1, mask=emit, sem="release")
+                tl.atomic_xchg(_ready_word(state_ptr, B, b), 1, mask=emit, sem="release")
         every_row = (1 << (K + 1)) - 1
         done = last & ((after & every_row) == every_row)
         tl.atomic_xchg(flag_ptr, 0, mask=done, sem="relaxed")
@@ -1872,7 +1878,7 @@ def _logits_pick_kernel(
     row_i_ptr,  # [B, 3] int32 from _accept_block
     gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (one-hot drafts)
     gsum_ptr,  # [B*(K+1), NP] fp32 part sums
-    state_ptr,  # [2 B STATE_WORDS] int32 (POLL): word (B + b) STATE_WORDS, 1 once b's emit is stored
+    state_ptr,  # [2 B STATE_WORDS] int32 (POLL): b's ready word (_ready_word), 1 once its emit is stored
     tokens_ptr,  # [B, K+1] int32 out, contiguous: the sampled rows' emitted token at j
     fallback_ptr,  # [B] bool out (sampled rows)
     valid_ptr,  # [B] bool out (sampled rows)
@@ -1892,13 +1898,14 @@ def _logits_pick_kernel(
     # with the emit row handed over in registers Triton 3.6 compiles for minutes at V = 151936, runs
     # 49 and 111; through memory behind a barrier it compiles but gains nothing once this launch is
     # a dependent one, run 112.) PDL: as the race. POLL: each program waits for its requests' ready
-    # words (released by the tail's emitter, _tail_emit), zeroes them, and waits for the statistics
+    # words (released by the tail's emitter, _tail_arrival), zeroes them, and waits for the statistics
     # pass only at its end, so that this launch never completes before the pass (whose last programs
     # reset the tail's state) and the call's outputs and state are whole when the stream moves on.
     req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     req_ok = req < B
+    ready = _ready_word(state_ptr, B, req)
     if POLL:
-        _wait_ready(state_ptr + (B + req) * _STATE_WORDS, req_ok)
+        _wait_ready(ready, req_ok)
     elif PDL:
         gdc_wait()
     seed, offset, j, x_j, sampled, use_q, rejected, shift_p, norm_p, shift_q, norm_q, scale2 = _emit_row(
@@ -1907,7 +1914,7 @@ def _logits_pick_kernel(
                     gmax_ptr, gsum_ptr, tokens_ptr, fallback_ptr, valid_ptr, V, NP, NG, st_b, st_k, st_v,
                     K, BLOCK_ROWS, GB, PARTS, GW, FAST_LOG)  # fmt: skip
     if POLL:
-        tl.atomic_xchg(state_ptr + (B + req) * _STATE_WORDS, 0, mask=req_ok, sem="relaxed")
+        tl.atomic_xchg(ready, 0, mask=req_ok, sem="relaxed")
         if PDL:
             gdc_wait()
 

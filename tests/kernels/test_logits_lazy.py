@@ -311,8 +311,8 @@ def _state_words_after_call(module, config: dict) -> np.ndarray:
 
 # pick_poll: the pick leaves a request's ready word set (the next call's pick would not wait for its emit)
 _READY_KEPT = (
-    r'tl\.atomic_xchg\(state_ptr \+ \(B \+ req\) \* _STATE_WORDS, 0, mask=req_ok, sem="relaxed"\)',
-    'tl.atomic_xchg(state_ptr + (B + req) * _STATE_WORDS, 0, mask=req_ok & False, sem="relaxed")',
+    r'tl\.atomic_xchg\(ready, 0, mask=req_ok, sem="relaxed"\)',
+    'tl.atomic_xchg(ready, 0, mask=req_ok & False, sem="relaxed")',
 )
 
 
