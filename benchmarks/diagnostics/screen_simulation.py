@@ -13,6 +13,11 @@ programs reading any tile. Session 19 (benchmarks/NOTES.md) used it to choose `_
 rule (the best-bound group of each of 4 segments of the row's 1024 group slots). Last, per row, the
 groups whose bound reaches the winner's score (what any exact screened race must read, in whatever
 program) and those reaching the 4-segment tau: mean and percentiles (session 22).
+Two rules model race_tau "shared" (session 46), where each program publishes its lead tile's best score
+and screens its later tiles with the largest published so far: "shared, all published" (every program's
+lead score known before any later tile: the best case) and "shared, earlier programs" (programs publish
+in a random order and each sees only those before it: the order carries no information, as when all
+programs start together and the atomics land in any order).
 """
 
 from __future__ import annotations
@@ -81,6 +86,40 @@ def tiles_read(bound, score, tau: float, tiles: int) -> tuple[int, int, int]:
     return read, total, busy
 
 
+def _program_tiles(bound, score, tiles: int):
+    """Per race program of the row: (tile bounds, tile best scores, lead tile)."""
+    per_tile = TILE // GROUP
+    out = []
+    for start in range(0, len(bound), per_tile * tiles):
+        b, s = bound[start : start + per_tile * tiles], score[start : start + per_tile * tiles]
+        n = -(-len(b) // per_tile)
+        tb = np.array([b[t * per_tile : (t + 1) * per_tile].max() for t in range(n)])
+        ts = np.array([s[t * per_tile : (t + 1) * per_tile].max() for t in range(n)])
+        out.append((tb, ts, int(np.argmax(tb))))
+    return out
+
+
+def tiles_read_shared(bound, score, tiles: int, rng, all_published: bool) -> tuple[int, int, int]:
+    """tiles_read for race_tau "shared": each program reads its lead tile, then the tiles whose bound
+    reaches max(its best, tau), tau the largest lead score of every program (all_published) or of the
+    programs before it in a random order."""
+    programs = _program_tiles(bound, score, tiles)
+    lead_scores = np.array([ts[lead] if tb[lead] > -np.inf else -np.inf for tb, ts, lead in programs])
+    order = rng.permutation(len(programs))
+    read = total = busy = 0
+    for rank, c in enumerate(order):
+        tb, ts, lead = programs[c]
+        earlier = lead_scores if all_published else lead_scores[order[:rank]]
+        tau = earlier.max(initial=-np.inf)
+        best, count = -np.inf, 0
+        for t in [lead] + [t for t in range(len(tb)) if t != lead]:
+            if tb[t] > -np.inf and tb[t] >= max(best, tau if t != lead else -np.inf):
+                count += 1
+                best = max(best, ts[t])
+        read, total, busy = read + count, total + len(tb), busy + (count > 0)
+    return read, total, busy
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=64)
@@ -96,6 +135,9 @@ def main() -> None:
         taus = thresholds(bound, score)
         for rule, tau in taus.items():
             read, total, busy = tiles_read(bound, score, tau, args.tiles)
+            sums[rule] += (read, total, busy, -(-len(bound) // (TILE // GROUP * args.tiles)))
+        for rule, every in (("shared, all published", True), ("shared, earlier programs", False)):
+            read, total, busy = tiles_read_shared(bound, score, args.tiles, rng, every)
             sums[rule] += (read, total, busy, -(-len(bound) // (TILE // GROUP * args.tiles)))
         must.append(int((bound >= score.max()).sum()))
         over_tau.append(int((bound >= taus["best-bound group of 4 segments"]).sum()))

@@ -68,7 +68,7 @@ RACE_PTR_TYPES = dict(probs_ptr="*fp32", seeds_ptr="*i64", offsets_ptr="*i64", p
 LOGITS_PTR_TYPES = dict(x_ptr="*i64", n_ptr="*i64", seed_ptr="*i64", offset_ptr="*i64", targ_ptr="*i32",
                         best_idx_ptr="*i32", arrivals_ptr="*i32", tokens_ptr="*i32", num_accepted_ptr="*i32",
                         fallback_ptr="*i1", valid_ptr="*i1", row_i_ptr="*i32", state_ptr="*i32",
-                        cnt_ptr="*i32")  # fmt: skip
+                        cnt_ptr="*i32", tau_ptr="*i64")  # fmt: skip
 
 
 def compile_kernel(
@@ -109,7 +109,7 @@ def compile_kernel(
                      TILES=tiles, st_v=1, sd_v=1, LANE_I32=False, FAST_LOG=False, GW=min(256, block_v),
                      TILES_P2=1 << max(0, tiles - 1).bit_length(), PREFETCH=0, NCB2=64,
                      P_IN_MERGE=0, LAZY=0, NCB=64, TAIL=0, SCREEN=0, GB=4, PARTS=1, PDL=0, POLL=0,
-                     PICK_POLL=0)  # fmt: skip
+                     PICK_POLL=0, SHARED_TAU=0, TAU_REFRESH=0)  # fmt: skip
         const = {k: v for k, v in const.items() if k in inspect.signature(fn.fn).parameters}
     const.update(flags)
     params = list(inspect.signature(fn.fn).parameters)

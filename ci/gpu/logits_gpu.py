@@ -103,6 +103,10 @@ NAMED = NAMED_SWEEPS.get(os.environ.get("LOGITS_GPU_SWEEP", ""))
 # one-hot configurations coupled with the reference besides the default (pick_poll: session 45, off by
 # default until timed; the pick waits for its own requests' emits, not for the whole pass)
 PICK_POLL = {"pick_poll": True}
+# classic drafts: the screened race's threshold shared by its race programs (race_tau, session 46, off by
+# default until timed); forced on at the graph check's shape, whose race programs hold one tile by default
+SHARED_TAU = {"race_tau": "shared"}
+SHARED_TAU_GRAPH = {"race_tau": "shared", "race_screen": True, "race_tiles": 8}
 ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
 # the stats pass's load-ahead switch against its default per dtype (on for 16-bit logits), both draft kinds
@@ -319,6 +323,8 @@ def main() -> int:
         lambda: coupling(64, 4, 151936, "fp32", True, gen, None, fallback=True),
         lambda: coupling(64, 4, 151936, "fp32", True, gen, STREAMED),
         lambda: coupling(128, 8, 128256, "bf16", True, gen, STREAMED, fallback=True),
+        lambda: coupling(64, 4, 151936, "bf16", True, gen, SHARED_TAU),
+        lambda: coupling(128, 8, 128256, "fp32", True, gen, SHARED_TAU, fallback=True),
         lambda: coupling(64, 4, 151936, "bf16", True, gen, None, hostile=True),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, None, hostile=True),
         lambda: coupling(32, 8, 128256, "fp32", True, gen, None, hostile=True),
@@ -326,11 +332,12 @@ def main() -> int:
         lambda: graph_check(gen),
         lambda: graph_check(gen, classic=False),
         lambda: graph_check(gen, PICK_POLL, classic=False, key="graph_one_hot_pick_poll"),
+        lambda: graph_check(gen, SHARED_TAU_GRAPH, key="graph_classic_shared_tau"),
     ]
     if os.environ.get("LOGITS_GPU_PERF_ONLY"):  # the timing sweep alone (coupling: a full run)
         steps = []
     if os.environ.get("LOGITS_GPU_GRAPH_ONLY"):  # the CUDA-graph checks alone (with LOGITS_GPU_NO_PERF)
-        steps = steps[-3:]
+        steps = steps[-4:]
     for step in steps:
         try:
             step()
@@ -363,8 +370,9 @@ def main() -> int:
         mode += "".join(f" {k}" for k in c["config"]) + (" hostile" if c.get("hostile") else "")
         print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
               f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e} {c.get('fallbacks', 0):>8}")  # fmt: skip
-    graphs = (RESULTS["graph"], RESULTS.get("graph_one_hot"), RESULTS.get("graph_one_hot_pick_poll"))
-    print("graph: {}; one-hot: {}; one-hot pick_poll: {}".format(*graphs))
+    graphs = (RESULTS["graph"], RESULTS.get("graph_one_hot"), RESULTS.get("graph_one_hot_pick_poll"),
+              RESULTS.get("graph_classic_shared_tau"))  # fmt: skip
+    print("graph: {}; one-hot: {}; one-hot pick_poll: {}; classic race_tau shared: {}".format(*graphs))
     print(f"\nperformance (us, median); copy bandwidth {RESULTS['copy_bw'] or 0:.3e} B/s")
     print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'floor':>7} {'eager':>7} {'graph':>7} {'stats':>7} "
           f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config "

@@ -15,9 +15,10 @@ import torch
 
 from specsample.kernels._stream_buffers import discard_stream_buffers, stream_buffer
 
-# every persistent buffer that kernels keep zero between calls: these counters, and the lazy logits
-# statistics pass's flags and arrival counters (kernels/logits.py, stats_lazy)
-COUNTER_BUFFERS = ("arrivals", "logits_lazy_state", "logits_stats_arrivals")
+# every persistent buffer that kernels keep zero between calls: these counters, the lazy logits statistics
+# pass's flags and arrival counters (kernels/logits.py, stats_lazy), and the screened race's shared
+# thresholds (race_tau "shared")
+COUNTER_BUFFERS = ("arrivals", "logits_lazy_state", "logits_stats_arrivals", "logits_race_tau")
 
 
 def arrival_counters(device: torch.device, count: int) -> torch.Tensor:

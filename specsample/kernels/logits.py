@@ -73,7 +73,10 @@ uniforms before that wait (H200 runs 106-107: 3.3-4.7 µs less per call in do_be
    reads, per request, the group of largest bound in each of 4 segments of row j and stores the
    best score they attain (tau, `_screen_threshold`); a race program reads only tiles (of row j and
    draft row j) whose bound reaches tau or the best score it has read, its tile of largest bound
-   first (`_screened_race`). What it skips cannot win, so the outputs are those of reading
+   first (`_screened_race`). With `race_tau` "shared" (off by default until timed) the accept kernel
+   computes no tau: each race program publishes the best score of its first tile into its request's
+   word (an atomic max) and screens its later tiles with what the request's other programs published
+   before it. What it skips cannot win, so the outputs are those of reading
    everything (tests/kernels/test_logits_screen.py); p's race takes log P_g from the statistics. H200, same
    session, two rounds each, zero_pause µs, base = reading everything: run 126 (each program's own
    reads only) fp32 (64, 4, 151936) 127.1 -> 118.0, (128, 8, 128256) 320.8 -> 302.8, bf16 84.5 ->
@@ -1537,6 +1540,38 @@ _FLUSH_BOUND: tl.constexpr = tl.constexpr(-118 * 0.6931471805599453 + 8.0 + 0.69
 # Added to every bound: the 3.4e-4 above plus float32 rounding and the approximate exp2 / log2 of both
 # computations (~1e-5 in ln units for log masses in [-80, 0]): a factor 1.001 on the mass.
 _SCREEN_SLACK: tl.constexpr = tl.constexpr(2.0**-10)
+# race_tau "shared": the screen's threshold is a word per request (on a 128-byte line of its own) holding
+# the largest residual score its race programs have read so far, kept by atomic max. A float32 score maps
+# to an int64 key that orders as the score does and is > 0, so that 0 says "nothing read yet": the zeroed
+# buffer's state, and the one the request's last race program leaves for the next call.
+TAU_WORDS = 16  # int64 words per request: 128 bytes
+_TAU_WORDS: tl.constexpr = tl.constexpr(TAU_WORDS)
+_TAU_KEY_BIAS: tl.constexpr = tl.constexpr(2**31 + 1)
+
+
+@triton.jit
+def _tau_key(score):
+    """The int64 key > 0 of float32 scores [R] (-inf included): key(a) < key(b) iff a < b."""
+    bits = score.to(tl.int32, bitcast=True)
+    ordered = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)  # negative floats: magnitude bits reversed
+    return ordered.to(tl.int64) + _TAU_KEY_BIAS
+
+
+@triton.jit
+def _tau_score(key):
+    """The score [R] of keys made by _tau_key; -inf for key 0 (nothing published)."""
+    ordered = (key - _TAU_KEY_BIAS).to(tl.int32)
+    bits = tl.where(ordered >= 0, ordered, ordered ^ 0x7FFFFFFF)
+    return tl.where(key > 0, bits.to(tl.float32, bitcast=True), _NEG_INF)
+
+
+@triton.jit
+def _share_tau(tau_word, best, tau, publish):
+    """SHARED_TAU: publish this program's best score read `best` [R] where `publish` (one atomic max on
+    each request's word) and return tau raised to what the request's other race programs had published
+    before it: a score some group of row j attains, as _screen_threshold's is."""
+    old = tl.atomic_max(tau_word, _tau_key(best), mask=publish, sem="relaxed")
+    return tl.maximum(tau, tl.where(publish, _tau_score(old), _NEG_INF))
 
 
 @triton.jit
@@ -1553,9 +1588,10 @@ def _screen_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q,
 
 @triton.jit
 def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j, x_j, sampled, use_q, tau,
-                   shift_p, norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K: tl.constexpr,
+                   tau_word, shift_p, norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K: tl.constexpr,
                    BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr, GW: tl.constexpr,
-                   TILES_P2: tl.constexpr, PARTS: tl.constexpr, FAST_LOG: tl.constexpr):  # fmt: skip
+                   TILES_P2: tl.constexpr, PARTS: tl.constexpr, FAST_LOG: tl.constexpr,
+                   SHARED_TAU: tl.constexpr = False):  # fmt: skip
     # Classic drafts, the race of one chunk of row j without reading what cannot win. Since
     # r = max(0, p - q) <= p, every group's score obeys
     #   log R_g - log E_g <= log P_g - log E_g =: bound_g,
@@ -1563,7 +1599,10 @@ def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j
     # pass stored, so the bound costs no read of the row. The program reads its tile of largest
     # bound first, then only tiles holding a group whose bound (+ slack) reaches the best score read
     # so far or tau, a score that a group of row j attains (_screen_threshold, computed by the
-    # accept kernel; that group's own tile is read, its bound being above its score). A skipped
+    # accept kernel; that group's own tile is read, its bound being above its score). SHARED_TAU
+    # (race_tau "shared"): tau is instead what the request's race programs have read, each
+    # publishing its lead tile's best into the request's word and taking the word's earlier value
+    # (_share_tau). A skipped
     # group's score is below one of those, so the winner and every output are the unscreened race's.
     # p's race (the fallback) and a bonus row's race (r = p) take log P_g itself.
     # Returns the chunk's (best residual score, its group, best score over p, its group) [R], ties
@@ -1603,6 +1642,9 @@ def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j
             wins = (top > best) | ((top == best) & (top > _NEG_INF) & (at < group))
             best = tl.where(wins, top, best)
             group = tl.where(wins, at, group)
+        if SHARED_TAU:
+            if step == 0:
+                tau = _share_tau(tau_word, best, tau, best > _NEG_INF)
     best_r = tl.where(use_q, best, best_p)
     group_r = tl.where(use_q, group, group_p)
     return best_r, group_r, best_p, group_p
@@ -1621,6 +1663,7 @@ def _race_block(
     best_ptr,  # [B, NC2, 2] fp32 scratch: chunk winner scores (residual race, race over p)
     best_idx_ptr,  # [B, NC2, 2] int32 scratch: chunk winner groups
     arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
+    tau_ptr,  # [B * TAU_WORDS] int64 (SHARED_TAU): each request's shared threshold, zero on entry and exit
     tokens_ptr,  # [B, K+1] int32 out, contiguous: the sampled rows' emitted token at j
     fallback_ptr,  # [B] bool out (sampled rows)
     valid_ptr,  # [B] bool out (sampled rows)
@@ -1639,6 +1682,7 @@ def _race_block(
     NCB2: tl.constexpr = 1,
     SCREEN: tl.constexpr = False,
     PARTS: tl.constexpr = 1,
+    SHARED_TAU: tl.constexpr = False,
 ):  # fmt: skip
     # Classic drafts (one-hot drafts take _pick_in_groups): r_v = p_v - q_v where p_v > q_v,
     # p_v on the bonus row j = n; no residual mass: r = p (fallback).  Groups g of 256 tokens:
@@ -1654,12 +1698,16 @@ def _race_block(
     # -- grouped race on this chunk of row j: every group's log mass into a slot, then the noise ---
     t_row = t_ptr + (req * st_b + j * st_k)  # [R] row j of each request
     d_row = d_ptr + (req * sd_b + tl.minimum(j, K - 1) * sd_k)
+    tau_word = tau_ptr + req * _TAU_WORDS
     if SCREEN:
+        if SHARED_TAU:  # nothing read yet: the request's word gives tau after this program's lead tile
+            tau = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
+        else:
+            tau = tl.load(row_f_ptr + req * 6 + 5, mask=req_ok, other=float("-inf"))
         best_r, group_r, best_p, group_p = _screened_race(
-            req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j, x_j, sampled, use_q,
-            tl.load(row_f_ptr + req * 6 + 5, mask=req_ok, other=float("-inf")), shift_p,
-            norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2,
-            PARTS, FAST_LOG)  # fmt: skip
+            req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j, x_j, sampled, use_q, tau, tau_word,
+            shift_p, norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V, TILES, GW,
+            TILES_P2, PARTS, FAST_LOG, SHARED_TAU)  # fmt: skip
     else:
         mass_r, mass_p, log_e, zs = _streamed_masses(req, chunk, t_row, d_row, seed, offset, j, x_j, sampled,
                                                      use_q, shift_p, norm_p, shift_q, norm_q, scale2, V, st_v,
@@ -1673,10 +1721,12 @@ def _race_block(
     if not P_IN_MERGE:
         tl.store(best_ptr + part + 1, best_p, mask=req_ok)
         tl.store(best_idx_ptr + part + 1, group_p.to(tl.int32), mask=req_ok)
+    if SHARED_TAU:  # every thread's use of the words before the arrival (the last program resets them)
+        tl.debug_barrier()
     _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected, use_q, t_row, d_row, shift_p,
-                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr,
+                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tau_word, tokens_ptr,
                 fallback_ptr, valid_ptr, V, NC2, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V, GW, FAST_LOG, P_IN_MERGE,
-                NCB2)  # fmt: skip
+                NCB2, SHARED_TAU)  # fmt: skip
 
 
 @triton.jit
@@ -1728,16 +1778,18 @@ def _streamed_masses(req, chunk, t_row, d_row, seed, offset, j, x_j, sampled, us
 
 @triton.jit
 def _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected, use_q, t_row, d_row, shift_p,
-                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr,
+                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tau_word, tokens_ptr,
                 fallback_ptr, valid_ptr, V, NC2, st_v, sd_v, K: tl.constexpr, BLOCK_ROWS: tl.constexpr,
                 BLOCK_V: tl.constexpr, GW: tl.constexpr, FAST_LOG: tl.constexpr, P_IN_MERGE: tl.constexpr,
-                NCB2: tl.constexpr):  # fmt: skip
+                NCB2: tl.constexpr, SHARED_TAU: tl.constexpr = False):  # fmt: skip
     """After a race program stored its chunk's candidates: the last program to arrive for the
     request block merges every chunk's, draws the token and writes the outputs."""
     arrived = tl.atomic_add(arrivals_ptr + req_block, 1, sem="acq_rel")
     if arrived == NC2 - 1:
         # ready for the next call / graph replay: relaxed and first, as in kernels/chain.py
         tl.atomic_xchg(arrivals_ptr + req_block, 0, sem="relaxed")
+        if SHARED_TAU:  # every program of the block has published: the words back to "nothing read"
+            tl.atomic_xchg(tau_word, 0, mask=req_ok, sem="relaxed")
         best_r, group_r = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 0, NCB2)
         if not P_IN_MERGE:
             best_p, group_p = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 1, NCB2)
@@ -1842,7 +1894,7 @@ def _logits_accept_kernel(
 @triton.jit
 def _logits_race_kernel(
     t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr,  # see _race_block
-    best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
+    best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, tokens_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
     B, V, NC2, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
     K: tl.constexpr,
@@ -1857,16 +1909,17 @@ def _logits_race_kernel(
     PDL: tl.constexpr = False,
     SCREEN: tl.constexpr = False,
     PARTS: tl.constexpr = 1,
+    SHARED_TAU: tl.constexpr = False,
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each. PDL: launched
     # while the accept kernel runs; everything here depends on it.
     if PDL:
         gdc_wait()
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr,
-                row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tokens_ptr, fallback_ptr, valid_ptr,
+                row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, tokens_ptr, fallback_ptr, valid_ptr,
                 gmax_ptr, gsum_ptr, B, V, NC2, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
                 K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG, P_IN_MERGE, NCB2, SCREEN,
-                PARTS)  # fmt: skip
+                PARTS, SHARED_TAU)  # fmt: skip
 
 
 @triton.jit
@@ -1937,6 +1990,7 @@ def _wait_ready(ready_ptr, ok):
 
 
 _RACE_PROGRAMS = 2048  # race-pass programs (one warp each) wanted at least (~15 per SM)
+_RACE_TAUS = ("accept", "shared")  # launch_config's race_tau
 
 
 def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
@@ -2100,6 +2154,16 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # Resolved after the overrides, from the race_tiles in effect: an override of race_tiles alone
     # (tests, the sweep) gets the rule's answer for its own tiling, not for the default one.
     cfg["race_screen"] = None
+    # race_tau (the screened race): where its threshold comes from. "accept": the accept kernel computes
+    # it (_screen_threshold, 16 warps: one Philox call per group of row j and a [4, 256] read, per
+    # request, before the race launches). "shared": no threshold in the accept kernel (one warp, as
+    # for one-hot drafts); each race program publishes the best score of its first tile into its
+    # request's word and screens with what the request's other programs published before it
+    # (_share_tau). The outputs are the same (tests/kernels/test_logits_screen.py). "accept" until the
+    # H200 times "shared" (benchmarks/NOTES.md, session 46: predicted -3 to -4.5 µs at classic bf16
+    # (64, 4, 151936), where every race program then reads its lead tile, 13% of the tiles against 1%,
+    # benchmarks/diagnostics/screen_simulation.py, but no request waits for the threshold).
+    cfg["race_tau"] = "accept"
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -2128,6 +2192,8 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     for key in ("stats_block", "race_block"):
         if cfg[key] < 4 or cfg[key] & (cfg[key] - 1):
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])
+    if cfg["race_tau"] not in _RACE_TAUS:
+        _fail(ValueError, "config['race_tau']", f"one of {_RACE_TAUS}", cfg["race_tau"])
     slab_parts = cfg["pick_slab_parts"]
     if slab_parts < 1 or slab_parts & (slab_parts - 1):
         _fail(ValueError, "config['pick_slab_parts']", "a power of two >= 1", slab_parts)
@@ -2243,6 +2309,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     parts = min(GROUP_TOKENS // part_width, next_pow2(cdiv(vocab, part_width)))
     num_groups = cdiv(vocab, GROUP_TOKENS)
     screen = has_draft and bool(cfg["race_screen"])
+    shared_tau = screen and cfg["race_tau"] != "accept"  # the race programs' threshold, not the accept's
+    threshold = screen and not shared_tau  # the accept kernel's _screen_threshold
     race_groups = cfg["race_block"] // min(GROUP_TOKENS, cfg["race_block"])  # groups per race tile
     race_slots = next_pow2(cfg["race_tiles"])
     race_rows = cfg["race_rows"]
@@ -2255,7 +2323,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # [rows, 4, race_gw])
     slab = min(next_pow2(num_groups), max(1, cfg["pick_slab_parts"] // parts))
     accept_rows = cfg["race_rows"]
-    if screen:
+    if threshold:
         accept_rows = _rows_within_tile(accept_rows, max(slab * parts, 4 * race_gw))
     accept_blocks = cdiv(batch, accept_rows)
     race_blocks = cdiv(batch, race_rows)
@@ -2277,6 +2345,10 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         arrivals = arrival_counters(device, race_blocks)
     else:
         best, best_idx, arrivals = tmax, targ, targ
+    if shared_tau:  # each request's shared threshold (persistent, kept zero: "nothing read yet")
+        race_tau = stream_buffer(device, "logits_race_tau", batch * TAU_WORDS, torch.int64, zeroed=True)
+    else:
+        race_tau = best_idx
     lazy = bool(cfg["stats_lazy"]) and num_k > 0
     if lazy:  # the lazy stats pass's decisions and arrival counters (persistent, kept zero)
         # B lines of flags and tail words, then B lines of pick_poll's ready words
@@ -2321,16 +2393,16 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # round faster, outputs bit-identical) 113.1 -> 111.7 fp32 and 73.6 -> 72.1 bf16 at (64, 4, 151936),
     # 290.7 -> 289.9 and 172.3 -> 171.5 at (128, 8, 128256); 32 warps 0.3-1.5 µs slower than 8. (The
     # pick at 8 warps instead of 4: within 0.1 µs; at 16: 0.2-0.7 µs slower; not changed.)
-    accept_warps = cfg["accept_warps"] or (16 if screen else 1)
+    accept_warps = cfg["accept_warps"] or (16 if threshold else 1)
     accept_meta = dict(K=num_k, KP=next_pow2(k_plus_1), HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged,
-                       BLOCK_ROWS=accept_rows, NCB=ncb, num_warps=accept_warps, SCREEN=screen,
+                       BLOCK_ROWS=accept_rows, NCB=ncb, num_warps=accept_warps, SCREEN=threshold,
                        GB=slab, PARTS=parts, GW=race_gw, FAST_LOG=cfg["fast_log"], LAZY=lazy,
                        **later)  # fmt: skip
     race_meta = dict(K=num_k, BLOCK_ROWS=race_rows,
                      BLOCK_V=cfg["race_block"], TILES=cfg["race_tiles"],
                      GW=race_gw, TILES_P2=race_slots,
                      FAST_LOG=cfg["fast_log"], P_IN_MERGE=bool(cfg["race_p_in_merge"]) and not screen,
-                     NCB2=min(next_pow2(nc2), 64), SCREEN=screen, PARTS=parts,
+                     NCB2=min(next_pow2(nc2), 64), SCREEN=screen, PARTS=parts, SHARED_TAU=shared_tau,
                      num_warps=cfg["race_warps"], **later)  # fmt: skip
     race_grid = (race_blocks, nc2)
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups
@@ -2350,7 +2422,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     stages = (0, 2) if tail else (0, 1, 2)
     grids, metas = tuple(grids[s] for s in stages), tuple(metas[s] for s in stages)
     scratch = (tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum, state,
-               stats_arrivals)  # fmt: skip
+               stats_arrivals, race_tau)  # fmt: skip
     plan = (key, grids, scratch, metas, (nc1, nc2, num_parts, num_groups), stages)
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
@@ -2403,7 +2475,7 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
     inputs are stood in for by tensors the constexprs keep unread (the logits, the tokens output)."""
     tokens, num_accepted, fallback, valid = result
     tmax, tsum, targ, dmax, dsum, row_f, row_i, best, best_idx, arrivals, gmax, gsum = scratch[:12]
-    state, stats_arrivals = scratch[12:]
+    state, stats_arrivals, race_tau = scratch[12:]
     batch, vocab, nc1, nc2, num_parts, num_groups, st, sd, sx, sn, s_temp, s_seed, s_offset = sizes
     has_draft = dl is not None and lg.shape[1] > 1
     d_arg = dl if has_draft else lg
@@ -2416,8 +2488,8 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
               row_i, tokens, num_accepted, fallback, valid, gmax, gsum, state, batch, vocab, nc1, num_parts,
               num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset)  # fmt: skip
     if has_draft:
-        last = (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, tokens, fallback, valid,
-                gmax, gsum, batch, vocab, nc2, num_parts, *st, *sd, s_seed, s_offset)  # fmt: skip
+        last = (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, race_tau, tokens, fallback,
+                valid, gmax, gsum, batch, vocab, nc2, num_parts, *st, *sd, s_seed, s_offset)  # fmt: skip
     else:
         last = (lg, seeds, offsets, row_f, row_i, gmax, gsum, state, tokens, fallback, valid,
                 batch, vocab, num_parts, num_groups, *st, s_seed, s_offset)  # fmt: skip

@@ -12,18 +12,35 @@ the row ambiguous; both must couple with the reference.
 These are exact comparisons, not statistical ones. The race programs here hold 4 or 16 tiles of 256
 tokens (V = 4096, 16 groups), so that most tiles of most rows are skipped; with one tile per
 program (the interpreter's default chunking) nothing can be skipped.
+
+The threshold that tiles must reach comes from the accept kernel (race_tau "accept") or from what the
+request's other race programs have read (race_tau "shared"), which needs more
+than one race program per row (the 4-tile chunks: four per row), and under the interpreter, which runs
+them one after another, every program but the first screens with what the earlier ones published.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+import triton
+import triton.language as tl
 
 import specsample.kernels.logits as kl
+from specsample.kernels._arrivals import discard_arrival_counters
+from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.result import SampleResult
 from specsample.stats import current_test_seed
 from specsample.verify.mutants import patched_module
-from tests.kernels.test_logits_cases import _to_device, make_batch, row_mismatch, run_both, sample_logits
+from tests.kernels.test_logits_cases import (
+    DEVICE,
+    _to_device,
+    make_batch,
+    row_mismatch,
+    run_both,
+    sample_logits,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0) inside the interpreter
 
@@ -36,6 +53,8 @@ SCREENED = {  # race programs of 16 tiles (the whole row) or 4, over 256-token t
     # 512-token tiles (two groups each, as on the GPU) and 64-column stats parts (4 per group)
     "2-groups-per-tile": {**_ON, "stats_block": 64, "stats_tiles": 4, "race_block": 512, "race_tiles": 8},
 }
+_FOUR_TILES = SCREENED["4-tiles"]
+SCREENED["4-tiles-shared"] = {**_FOUR_TILES, "race_tau": "shared"}
 
 
 def _streamed(case: dict, config: dict) -> SampleResult:
@@ -99,7 +118,13 @@ OVERTIGHT = {  # planted bugs: screens that skip groups which could still win
         r"tau = tl\.maximum\(tau, tl\.max\(score, axis=1\)\)",
         "tau = tl.maximum(tau, tl.max(score, axis=1) + 2.0)",
     ),
+    # race_tau "shared": every race program publishes a score 2 nats above its best
+    "shared-high": (
+        r"tl\.atomic_max\(tau_word, _tau_key\(best\)",
+        "tl.atomic_max(tau_word, _tau_key(best + 2.0)",
+    ),
 }
+_OVERTIGHT_CONFIG = {"bound-low": "16-tiles", "threshold-high": "16-tiles", "shared-high": "4-tiles-shared"}
 
 
 @pytest.mark.parametrize("bug", sorted(OVERTIGHT))
@@ -107,9 +132,9 @@ def test_an_overtight_screen_fails_the_comparison(bug):
     """The comparison above can fail: a copy of the kernel module whose screen skips groups that
     could still win (every bound 2 nats low, or the accept kernel's threshold 2 nats high) must
     differ from the streamed race on some residual-race rows of the same kind of batch (16-tile
-    programs, fp32)."""
+    programs, fp32; 4-tile programs for the shared threshold, which needs several programs per row)."""
     overtight = patched_module("specsample.kernels.logits", [OVERTIGHT[bug]])
-    config = SCREENED["16-tiles"]
+    config = SCREENED[_OVERTIGHT_CONFIG[bug]]
     _assert_screens(config)
     case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, ragged=False)
     res = overtight.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()}, _config=config)
@@ -117,3 +142,76 @@ def test_an_overtight_screen_fails_the_comparison(bug):
     streamed = _streamed(case, config)
     residual = _residual_rows(case, streamed)
     assert np.any(row_mismatch(planted, streamed) & residual), "an over-tight screen went unnoticed"
+
+
+# race_tau "shared": the last race program of a request block leaves the words set (the next call would
+# screen with this call's scores)
+_TAU_KEPT = (
+    r'tl\.atomic_xchg\(tau_word, 0, mask=req_ok, sem="relaxed"\)',
+    'tl.atomic_xchg(tau_word, 0, mask=req_ok & False, sem="relaxed")',
+)
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["kernel", "tau-kept"])
+def test_shared_tau_words_are_zero_after_a_call(planted):
+    """race_tau "shared": after a call every request's word is 0 again ("nothing read yet"), as the next
+    call needs it: a word left at this call's score would screen the next call's rows with it (outputs
+    wrong wherever its winner scores lower). The copy whose last program leaves the words must fail it,
+    with some residual-race row's word set."""
+    module = patched_module("specsample.kernels.logits", [_TAU_KEPT]) if planted else kl
+    case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, ragged=False)
+    words = stream_buffer(torch.device(DEVICE), "logits_race_tau", BATCH * kl.TAU_WORDS, torch.int64,
+                          zeroed=True)  # fmt: skip
+    try:
+        res = module.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()},
+                                             _config=SCREENED["4-tiles-shared"])  # fmt: skip
+        kept = words[: BATCH * kl.TAU_WORDS].view(BATCH, kl.TAU_WORDS).cpu().numpy()
+    finally:
+        discard_arrival_counters()
+    residual = _residual_rows(case, SampleResult(*(t.cpu().numpy() for t in res)))
+    assert not kept[:, 1:].any(), "only word 0 of each request's line is used"
+    if planted:
+        assert kept[residual, 0].any(), "the planted copy left no word set: the check would say nothing"
+    else:
+        assert not kept.any(), f"words left after the call: requests {np.flatnonzero(kept[:, 0])[:5]}"
+
+
+@triton.jit
+def _tau_keys_kernel(score_ptr, key_ptr, back_ptr, N: tl.constexpr):
+    """key_ptr [N] <- _tau_key(score), back_ptr [2N] <- _tau_score(key), _tau_score(0)."""
+    at = tl.arange(0, N)
+    key = kl._tau_key(tl.load(score_ptr + at))
+    tl.store(key_ptr + at, key)
+    tl.store(back_ptr + at, kl._tau_score(key))
+    tl.store(back_ptr + N + at, kl._tau_score(key * 0))
+
+
+def test_tau_keys_order_as_the_scores():
+    """_tau_key maps float32 scores to int64 keys > 0 in the same order (so an atomic max on keys keeps the
+    largest score) and _tau_score maps them back exactly; key 0 reads as -inf. Scores: -inf, +-0,
+    subnormals, +-1, +-FLT_MAX and 2,039 random floats of every sign and exponent (none of them 0)."""
+    rng = np.random.default_rng(current_test_seed())
+    special = np.array(
+        [-np.inf, -0.0, 0.0, 1e-45, -1e-45, 1.0, -1.0, 3.4028235e38, -3.4028235e38], np.float32
+    )
+    random = (rng.choice([-1, 1], 2039) * 2.0 ** rng.uniform(-148, 127, 2039)).astype(np.float32)
+    scores = np.concatenate([special, random])
+    score = torch.from_numpy(scores).to(DEVICE)
+    key = torch.empty(2048, dtype=torch.int64, device=DEVICE)
+    back = torch.empty(4096, dtype=torch.float32, device=DEVICE)
+    _tau_keys_kernel[(1,)](score, key, back, N=2048)
+    key, back = key.cpu().numpy(), back.cpu().numpy()
+    assert (key > 0).all(), "a key at or below 0 would read as 'nothing published'"
+    order = np.argsort(scores, kind="stable")
+    assert (np.diff(key[order]) >= 0).all(), "keys out of the scores' order"
+    assert (np.diff(key[order])[np.diff(scores[order]) > 0] > 0).all(), "distinct scores with equal keys"
+    assert np.array_equal(back[:2048].view(np.int32), scores.view(np.int32)), (
+        "scores not recovered bit for bit"
+    )
+    assert np.isneginf(back[2048:]).all(), "key 0 must read as -inf"
+
+
+def test_race_tau_must_be_known():
+    """An unknown race_tau is a ValueError naming the key, before any launch."""
+    with pytest.raises(ValueError, match="race_tau"):
+        kl.launch_config(4, 3, 700, {"race_tau": "accept-kernel"})
