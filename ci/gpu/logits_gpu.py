@@ -107,6 +107,8 @@ PICK_POLL = {"pick_poll": True}
 # default until timed); forced on at the graph check's shape, whose race programs hold one tile by default
 SHARED_TAU = {"race_tau": "shared"}
 SHARED_TAU_GRAPH = {"race_tau": "shared", "race_screen": True, "race_tiles": 8}
+# classic drafts decided in the statistics pass (classic_tail, session 46, off by default until timed)
+CLASSIC_TAIL = {"classic_tail": True}
 ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
 # the stats pass's load-ahead switch against its default per dtype (on for 16-bit logits), both draft kinds
@@ -325,19 +327,25 @@ def main() -> int:
         lambda: coupling(128, 8, 128256, "bf16", True, gen, STREAMED, fallback=True),
         lambda: coupling(64, 4, 151936, "bf16", True, gen, SHARED_TAU),
         lambda: coupling(128, 8, 128256, "fp32", True, gen, SHARED_TAU, fallback=True),
+        lambda: coupling(64, 4, 151936, "bf16", True, gen, CLASSIC_TAIL),
+        lambda: coupling(32, 8, 128256, "fp32", True, gen, CLASSIC_TAIL, hostile=True),
         lambda: coupling(64, 4, 151936, "bf16", True, gen, None, hostile=True),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, None, hostile=True),
         lambda: coupling(32, 8, 128256, "fp32", True, gen, None, hostile=True),
         lambda: coupling(64, 8, 128256, "fp32", False, gen, None, hostile=True),
+    ]
+    graph_steps = [
         lambda: graph_check(gen),
         lambda: graph_check(gen, classic=False),
         lambda: graph_check(gen, PICK_POLL, classic=False, key="graph_one_hot_pick_poll"),
         lambda: graph_check(gen, SHARED_TAU_GRAPH, key="graph_classic_shared_tau"),
+        lambda: graph_check(gen, {**SHARED_TAU_GRAPH, **CLASSIC_TAIL}, key="graph_classic_tail"),
     ]
+    steps += graph_steps
     if os.environ.get("LOGITS_GPU_PERF_ONLY"):  # the timing sweep alone (coupling: a full run)
         steps = []
     if os.environ.get("LOGITS_GPU_GRAPH_ONLY"):  # the CUDA-graph checks alone (with LOGITS_GPU_NO_PERF)
-        steps = steps[-4:]
+        steps = graph_steps
     for step in steps:
         try:
             step()
@@ -371,8 +379,9 @@ def main() -> int:
         print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
               f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e} {c.get('fallbacks', 0):>8}")  # fmt: skip
     graphs = (RESULTS["graph"], RESULTS.get("graph_one_hot"), RESULTS.get("graph_one_hot_pick_poll"),
-              RESULTS.get("graph_classic_shared_tau"))  # fmt: skip
-    print("graph: {}; one-hot: {}; one-hot pick_poll: {}; classic race_tau shared: {}".format(*graphs))
+              RESULTS.get("graph_classic_shared_tau"), RESULTS.get("graph_classic_tail"))  # fmt: skip
+    print("graph: {}; one-hot: {}; one-hot pick_poll: {}; classic race_tau shared: {}; "
+          "classic_tail: {}".format(*graphs))  # fmt: skip
     print(f"\nperformance (us, median); copy bandwidth {RESULTS['copy_bw'] or 0:.3e} B/s")
     print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'floor':>7} {'eager':>7} {'graph':>7} {'stats':>7} "
           f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config "

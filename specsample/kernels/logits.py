@@ -54,8 +54,11 @@ uniforms before that wait (H200 runs 106-107: 3.3-4.7 µs less per call in do_be
    program that adds the request's last decided bit zeroes its words for the next call. Outputs are
    the three launches' bit for bit
    (tests/kernels/test_logits_lazy.py); H200 runs 237-240: 1.00-1.14x (zero_pause) on one-hot drafts
-   from B = 1 to 256 (benchmarks/NOTES.md, session 43). A chunk is read as loaded and read
-   again through the NaN / inf clean only where its sum comes out NaN (`_any_nan`; the 16-bit
+   from B = 1 to 256 (benchmarks/NOTES.md, session 43). Classic drafts with `classic_tail` (off by
+   default until timed): the same, a row's last program being the last of its target and draft
+   programs, which also combines the draft row's statistics; the race kernel follows the pass, its
+   screen's threshold shared by its own programs (`race_tau` "shared", item 3). A chunk is read as
+   loaded and read again through the NaN / inf clean only where its sum comes out NaN (`_any_nan`; the 16-bit
    passes are bound by instructions: H200 run 134, one-hot bf16 (128, 8, 128256) 100.5 -> 94.2 µs).
 2. `_logits_accept_kernel`, grid (request blocks): combines the chunk statistics of its requests
    (log-sum-exp per position), runs the acceptance tests (K gathers and K uniforms), which fix the
@@ -593,7 +596,7 @@ def _stats_block(
     LAZY: tl.constexpr = False,
     NCB: tl.constexpr = 1,
     RECHECK: tl.constexpr = False,
-    TAIL: tl.constexpr = False,  # one-hot drafts, LAZY: the decisions and outputs here (_tail_arrival)
+    TAIL: tl.constexpr = False,  # LAZY: the decisions and outputs here (_tail_arrival)
     KP: tl.constexpr = 1,  # TAIL: next_pow2(K+1)
     PICK_POLL: tl.constexpr = False,  # TAIL: release each request's ready word for the pick (pick_poll)
 ):  # fmt: skip
@@ -638,18 +641,23 @@ def _stats_block(
                         state_ptr, V, NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS,
                         BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, RECHECK)  # fmt: skip
         if TAIL:
-            # the decision's gathers, issued by every program as it arrives, so that a row's last program
-            # waits on the statistics alone after its arrival (the lazy pass's last program loads them
-            # after it: H200 run 239, with every classic program loading them too, classic bf16 was
-            # 1.2-1.6 µs slower, zero_pause, at (64, 4, 151936) and (128, 8, 128256))
             drafted = row_ok & (sampled | greedy) & (i < n)
-            gathered = _draft_logits(b, i, _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K), drafted, sampled,
-                                     t_ptr, t_ptr, seed_ptr, offset_ptr, V, st_b, st_k, st_v, st_b, st_k,
-                                     st_v, ss_b, so_b, K, False)  # fmt: skip
+            if HAS_DRAFT_LOGITS:  # classic: the row's last program gathers, after its arrival (twice the
+                # programs arrive per row: H200 run 239 measured every classic program gathering in the
+                # lazy pass 1.2-1.6 µs slower, zero_pause, at bf16 (64, 4, 151936) and (128, 8, 128256))
+                gathered = (b, b, b, b, b)  # unused
+            else:
+                # one-hot: the decision's gathers, issued by every program as it arrives, so that a row's
+                # last program waits on the statistics alone after its arrival
+                x_i = _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K)
+                gathered = _draft_logits(b, i, x_i, drafted, sampled, t_ptr, t_ptr, seed_ptr, offset_ptr, V,
+                                         st_b, st_k, st_v, st_b, st_k, st_v, ss_b, so_b, K,
+                                         False)  # fmt: skip
             _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                           targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-                          row_f_ptr, row_i_ptr, B, V, NC, sx_b, sx_k, K, KP, BLOCK_ROWS, NCB,
-                          PICK_POLL)  # fmt: skip
+                          row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr, seed_ptr, offset_ptr, B, V,
+                          NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K, KP, BLOCK_ROWS,
+                          NCB, PICK_POLL, HAS_DRAFT_LOGITS)  # fmt: skip
         elif K > 0:
             _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
                           offset_ptr, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tmax_ptr,
@@ -847,10 +855,13 @@ def _emit_position(word, n, K: tl.constexpr):
 @triton.jit
 def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                   targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-                  row_f_ptr, row_i_ptr, B, V, NC, sx_b, sx_k, K: tl.constexpr, KP: tl.constexpr,
-                  BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr, PICK_POLL: tl.constexpr = False):  # fmt: skip
-    """TAIL (one-hot drafts, LAZY): the accept kernel's work done by the stats programs. The
-    last of the NC programs of row (b, i) (any position, the bonus row too) decides draft i exactly
+                  row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr, seed_ptr, offset_ptr, B, V, NC,
+                  st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K: tl.constexpr,
+                  KP: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr, PICK_POLL: tl.constexpr,
+                  HAS_DRAFT_LOGITS: tl.constexpr):  # fmt: skip
+    """TAIL (LAZY): the accept kernel's work done by the stats programs. The last of the programs of
+    row (b, i) (any position, the bonus row too; NC of them, 2 NC with draft logits: the draft
+    programs arrive too, bonus rows' included, which read nothing) decides draft i exactly
     (_certain_rejection with EXACT) where the row was read whole and is drafted, raises state_b as
     LAZY does, and adds its bits to request b's word (state word b STATE_WORDS + 1): bit i (decided)
     and bit 16 + i (rejected). The program whose addition makes the emit position j determined
@@ -858,7 +869,9 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
     (_tail_emit); the one that adds the last of the K+1 decided bits zeroes both words for the next
     call (every row's program has then arrived, so none reads them again in this call). Every program
     loads its request's draft ids as it arrives (x_row, what an emitter writes), beside the counter's
-    round trip."""
+    round trip. One-hot drafts: `gathered` is what _draft_logits gathered as the program arrived;
+    classic drafts (HAS_DRAFT_LOGITS): the last program gathers x_i, l_i(x_i), d_i(x_i) itself and
+    also combines the draft row's statistics (dmax_ptr, dsum_ptr)."""
     live = sampled | greedy
     pos = tl.arange(0, KP).to(tl.int64)[None, :]
     x_row = tl.load(x_ptr + b[:, None] * sx_b + tl.minimum(pos, K - 1) * sx_k,
@@ -869,7 +882,11 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
         # release): with pick_poll the pick reads row j's after the emit, not after the pass
         tl.debug_barrier()
     old = tl.atomic_add(cnt_ptr + at, 1, mask=row_ok, sem="acq_rel")
-    last = row_ok & (old == NC - 1)
+    if HAS_DRAFT_LOGITS:
+        arrivals = NC * 2  # target and draft programs
+    else:
+        arrivals = NC
+    last = row_ok & (old == arrivals - 1)
     if tl.max(last.to(tl.int32), axis=0) > 0:
         tl.atomic_xchg(cnt_ptr + at, 0, mask=last, sem="relaxed")
         flag_ptr = state_ptr + b * _STATE_WORDS
@@ -880,8 +897,19 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
         drafted = _recheck(stats_ok, flag, (K + 1 - i).to(tl.int32)) & (i < n)
         big_m, log_s, arg = _row_statistics(rows, stats_ok, inv_t, tmax_ptr, tsum_ptr, targ_ptr, NC, True,
                                             BLOCK_ROWS, NCB)  # fmt: skip
-        reject = _certain_rejection(i, drafted, sampled, inv_t, gathered, big_m, log_s, arg, big_m, log_s, V,
-                                    False, True)  # fmt: skip
+        if HAS_DRAFT_LOGITS:
+            big_md, log_sd, _ = _row_statistics(rows, drafted, inv_t, dmax_ptr, dsum_ptr, targ_ptr, NC,
+                                                False, BLOCK_ROWS, NCB)  # fmt: skip
+            x_i = _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K)
+            gathered_late = _draft_logits(b, i, x_i, drafted, sampled, t_ptr, d_ptr, seed_ptr, offset_ptr, V,
+                                          st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b, K,
+                                          True)  # fmt: skip
+            reject = _certain_rejection(i, drafted, sampled, inv_t, gathered_late, big_m, log_s, arg, big_md,
+                                        log_sd, V, True, True)  # fmt: skip
+        else:
+            big_md, log_sd = big_m, log_s
+            reject = _certain_rejection(i, drafted, sampled, inv_t, gathered, big_m, log_s, arg, big_m, log_s,
+                                        V, False, True)  # fmt: skip
         tl.atomic_max(flag_ptr, (K + 1 - i).to(tl.int32), mask=reject, sem="relaxed")
         one = tl.full((BLOCK_ROWS,), 1, tl.int32)
         i32 = i.to(tl.int32)
@@ -892,9 +920,10 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
         j, determined = _emit_position(after, n, K)
         emit = last & determined & ~was_determined
         if tl.max(emit.to(tl.int32), axis=0) > 0:
-            _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, x_row, tmax_ptr, tsum_ptr,
-                       targ_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr,
-                       V, NC, K, KP, BLOCK_ROWS, NCB)  # fmt: skip
+            _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, big_md, log_sd, x_row,
+                       tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, tokens_ptr, num_accepted_ptr,
+                       fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, V, NC, K, KP, BLOCK_ROWS, NCB,
+                       HAS_DRAFT_LOGITS)  # fmt: skip
             if PICK_POLL:  # the outputs and row_f / row_i stored (any thread), then the ready word released
                 tl.debug_barrier()
                 tl.atomic_xchg(_ready_word(state_ptr, B, b), 1, mask=emit, sem="release")
@@ -905,13 +934,15 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
 
 
 @triton.jit
-def _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, x_row, tmax_ptr, tsum_ptr,
-               targ_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, V, NC,
-               K: tl.constexpr, KP: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
+def _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, big_md, log_sd, x_row, tmax_ptr,
+               tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
+               row_f_ptr, row_i_ptr, V, NC, K: tl.constexpr, KP: tl.constexpr, BLOCK_ROWS: tl.constexpr,
+               NCB: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr = False):  # fmt: skip
     """TAIL: the outputs of requests b where `emit` [R], at emit position j, as _accept_block stores
-    them (_store_emit; x_row [R, KP] the requests' draft ids), the pick kernel's draw at j after this
-    pass. Row j's statistics are this row's (big_m, log_s, arg) where j = i, the common case (the prefix
-    completes at its last row), else combined again from the chunk statistics."""
+    them (_store_emit; x_row [R, KP] the requests' draft ids), the pick's or the race's draw at j after
+    this pass. Row j's statistics are this row's (big_m, log_s, arg; classic: its draft row's big_md,
+    log_sd) where j = i, the common case (the prefix completes at its last row), else combined again
+    from the chunk statistics."""
     other = emit & (j != i)
     if tl.max(other.to(tl.int32), axis=0) > 0:
         rk = (b * (K + 1) + j)[:, None]
@@ -919,10 +950,16 @@ def _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, x_ro
         big_m = tl.where(other, tl.reshape(m_o, (BLOCK_ROWS,)), big_m)
         log_s = tl.where(other, tl.reshape(s_o, (BLOCK_ROWS,)), log_s)
         arg = tl.where(other, tl.reshape(a_o, (BLOCK_ROWS,)), arg)
+        if HAS_DRAFT_LOGITS:  # row j's draft row, where there is one (j < n)
+            other_q = other & (j < n)
+            m_do, s_do, _ = _combine_stats(dmax_ptr, dsum_ptr, targ_ptr, rk, other_q[:, None], inv_t, NC,
+                                           False, NCB)  # fmt: skip
+            big_md = tl.where(other, tl.reshape(m_do, (BLOCK_ROWS,)), big_md)
+            log_sd = tl.where(other, tl.reshape(s_do, (BLOCK_ROWS,)), log_sd)
     pos = tl.arange(0, KP).to(tl.int64)[None, :]
-    _store_emit(b, emit, j, n, x_row, pos, sampled, greedy, inv_t, big_m, log_s, arg, big_m, log_s, V,
+    _store_emit(b, emit, j, n, x_row, pos, sampled, greedy, inv_t, big_m, log_s, arg, big_md, log_sd, V,
                 tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, K,
-                False)  # fmt: skip
+                HAS_DRAFT_LOGITS)  # fmt: skip
 
 
 @triton.jit
@@ -2144,6 +2181,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # end, so the call still ends after both. The stats programs order their part statistics before their
     # arrival with a CTA barrier, which the pick's reads of row j then rely on.
     cfg["pick_poll"] = False
+    # classic_tail (classic drafts, the lazy pass with stats_tail, K+1 <= 16; off until measured,
+    # benchmarks/NOTES.md session 46): stats_tail's decisions and outputs for classic drafts too, the race
+    # kernel after the pass and no accept kernel. The race's screen then takes its threshold as race_tau
+    # "shared" does (no accept kernel is left to compute one), whatever race_tau says.
+    cfg["classic_tail"] = False
     # race_screen (classic drafts): the stats pass also stores the target rows' part statistics, the
     # accept kernel reads a few groups of row j for a threshold (_screen_threshold), and each race
     # program reads only the tiles of row j that hold a group whose bound log P_g - log E_g can
@@ -2309,8 +2351,18 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     parts = min(GROUP_TOKENS // part_width, next_pow2(cdiv(vocab, part_width)))
     num_groups = cdiv(vocab, GROUP_TOKENS)
     screen = has_draft and bool(cfg["race_screen"])
-    shared_tau = screen and cfg["race_tau"] != "accept"  # the race programs' threshold, not the accept's
-    threshold = screen and not shared_tau  # the accept kernel's _screen_threshold
+    lazy = bool(cfg["stats_lazy"]) and num_k > 0
+    # stats_tail: the stats pass deciding and writing the outputs (_tail_arrival), no accept kernel
+    tail = (
+        lazy
+        and k_plus_1 <= _TAIL_MAX_POSITIONS
+        and bool(cfg["stats_tail"])
+        and (not has_draft or bool(cfg["classic_tail"]))
+    )
+    # the screen's threshold from the race programs themselves (race_tau "shared", or the classic tail: no
+    # accept kernel), else from the accept kernel's _screen_threshold
+    shared_tau = screen and (cfg["race_tau"] == "shared" or tail)
+    threshold = screen and not shared_tau
     race_groups = cfg["race_block"] // min(GROUP_TOKENS, cfg["race_block"])  # groups per race tile
     race_slots = next_pow2(cfg["race_tiles"])
     race_rows = cfg["race_rows"]
@@ -2349,7 +2401,6 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         race_tau = stream_buffer(device, "logits_race_tau", batch * TAU_WORDS, torch.int64, zeroed=True)
     else:
         race_tau = best_idx
-    lazy = bool(cfg["stats_lazy"]) and num_k > 0
     if lazy:  # the lazy stats pass's decisions and arrival counters (persistent, kept zero)
         # B lines of flags and tail words, then B lines of pick_poll's ready words
         state = stream_buffer(device, "logits_lazy_state", 2 * batch * STATE_WORDS, torch.int32, zeroed=True)
@@ -2364,14 +2415,13 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         num_parts = cdiv(vocab, part_width)
         gmax = stream_buffer(device, "logits_gmax", num_rows * num_parts, torch.float32)
         gsum = stream_buffer(device, "logits_gsum", num_rows * num_parts, torch.float32)
-    tail = lazy and not has_draft and k_plus_1 <= _TAIL_MAX_POSITIONS and bool(cfg["stats_tail"])
     key = (device, stream, generation(), *key[3:])  # the allocations above may have bumped it
     # pdl: the accept and race / pick kernels launched with programmatic stream serialization, each
     # waiting (griddepcontrol.wait) for its predecessor's results; sm_90 and later only
     pdl = bool(cfg["pdl"]) and supports_pdl(device)
     later = dict(PDL=True, launch_pdl=True) if pdl else {}
-    # stats_tail: the stats pass writing the outputs (_tail_arrival), then the pick or nothing
-    pick_poll = tail and bool(cfg["pick_poll"])
+    # stats_tail: the stats pass writing the outputs (_tail_arrival), then the pick or the race
+    pick_poll = tail and not has_draft and bool(cfg["pick_poll"])
     tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1), PICK_POLL=pick_poll) if tail else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,

@@ -92,6 +92,10 @@ def _emit_positions(case: dict, result) -> np.ndarray:
 # one-hot drafts' paths other than the default (stats_tail: the decisions and outputs in the stats pass, the
 # pick kernel after it): the accept kernel after the pass; the pick waiting per request (pick_poll)
 TAILS = {"no-tail": {"stats_tail": False}, "pick-poll": {"pick_poll": True}}
+# classic drafts' tail (classic_tail, off by default until timed): their decisions and outputs in the stats
+# pass too, the race kernel after it (its screen's threshold then shared by the race programs, as with
+# race_tau "shared")
+CLASSIC_TAIL = {"classic_tail": True}
 # (tiling, dtype, classic, extra config): the default (recheck; one-hot drafts: stats_tail) in every
 # combination, one case without recheck, and one-hot drafts without the tail in every tiling and dtype
 LAZY_CASES = (
@@ -112,6 +116,11 @@ LAZY_CASES = (
         for dtype in ("fp32", "bf16")
         for tail in sorted(TAILS)
     ]
+    + [
+        pytest.param(tiling, dtype, True, CLASSIC_TAIL, id=f"{tiling}-{dtype}-classic-tail")
+        for tiling in sorted(TILINGS)
+        for dtype in ("fp32", "bf16")
+    ]
 )
 
 
@@ -125,7 +134,8 @@ def test_lazy_stats_pass_equals_eager(tiling, dtype, classic, extra):
     nobody reads). With and without `stats_recheck` (rows that started live read the flag again tile by
     tile: under the interpreter no flag changes while a program runs, so only a wrong test shows), and
     one-hot drafts with and without their tail in the stats pass (`stats_tail`, the default: the
-    decisions exact there, the outputs written by the program that fixes a request's emit position)."""
+    decisions exact there, the outputs written by the program that fixes a request's emit position), and
+    classic drafts with theirs (`classic_tail`)."""
     config = {**TILINGS[tiling], "stats_lazy": True, **extra}
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic, dtype=dtype)
     faults, flagged = _lazy_faults(kl, case, config)
@@ -165,15 +175,19 @@ def _greedy_rejecting_batch(classic: bool = True) -> dict:
     return case
 
 
-@pytest.mark.parametrize("drafts", ["classic", "one-hot"])
+@pytest.mark.parametrize("drafts", ["classic", "one-hot", "classic-tail"])
 def test_flags_do_not_outlive_the_call(drafts):
     """A call whose drafts are mostly rejected early, then a call of the same shape whose drafts are
     all accepted (greedy requests whose drafts are the target argmax): the second equals the eager
     pass on every row (flags left from the first would skip its rows; with the one-hot tail, the
     default for one-hot drafts, decided and rejected bits left from it would fix the second's emit
     positions)."""
-    classic = drafts == "classic"
-    config = {**TILINGS["row-per-program"], "stats_lazy": True}
+    classic = drafts != "one-hot"
+    config = {
+        **TILINGS["row-per-program"],
+        "stats_lazy": True,
+        **(CLASSIC_TAIL if drafts == "classic-tail" else {}),
+    }
     first = _greedy_rejecting_batch(classic)
     second = make_batch(
         current_test_seed() + 1, BATCH, NUM_K, VOCAB, classic=classic, edges=False, ragged=False
@@ -223,6 +237,15 @@ PLANTED = {  # bugs the tests above must catch: (classic, pattern, replacement, 
         "reject_sampled = ~(u > p_x)",
         {"stats_tail": True},
     ),
+    # classic_tail: the classic exact test reversed
+    "classic-tail-sampled-test-reversed": (
+        True,
+        r"reject_sampled = \(d_x == _NEG_INF\) \| ~\(u < ratio\)",
+        "reject_sampled = (d_x == _NEG_INF) | ~(u > ratio)",
+        CLASSIC_TAIL,
+    ),
+    # classic_tail: a row decided once its target programs have arrived, before its draft programs
+    "classic-tail-draft-programs-uncounted": (True, r"arrivals = NC \* 2", "arrivals = NC", CLASSIC_TAIL),
 }
 
 
@@ -246,7 +269,7 @@ def test_planted_lazy_bugs_are_caught(bug):
     assert faults, f"planted bug {bug} went unnoticed"
 
 
-STATE_KEPT = {  # (classic, pattern, replacement): a call's state left for the next one
+STATE_KEPT = {  # (classic, pattern, replacement[, extra config]): a call's state left for the next one
     # the accept kernel (classic drafts) leaves the decisions set
     "accept-kernel-flags": (
         True,
@@ -265,10 +288,17 @@ STATE_KEPT = {  # (classic, pattern, replacement): a call's state left for the n
         r'tl\.atomic_xchg\(flag_ptr \+ 1, 0, mask=done, sem="relaxed"\)',
         'tl.atomic_xchg(flag_ptr + 1, 0, mask=done & False, sem="relaxed")',
     ),
+    # classic_tail: the same with classic drafts
+    "classic-tail-flag": (
+        True,
+        r'tl\.atomic_xchg\(flag_ptr, 0, mask=done, sem="relaxed"\)',
+        'tl.atomic_xchg(flag_ptr, 0, mask=done & False, sem="relaxed")',
+        CLASSIC_TAIL,
+    ),
     # stats_tail: a row's last program leaves its arrival counter at NC
     "tail-counter": (
         False,
-        r"(last = row_ok & \(old == NC - 1\)\n\s+if tl\.max\(last\.to\(tl\.int32\), axis=0\) > 0:\n\s+)"
+        r"(last = row_ok & \(old == arrivals - 1\)\n\s+if tl\.max\(last\.to\(tl\.int32\), axis=0\) > 0:\n\s+)"
         r'tl\.atomic_xchg\(cnt_ptr \+ at, 0, mask=last, sem="relaxed"\)',
         r'\1tl.atomic_xchg(cnt_ptr + at, 0, mask=last & False, sem="relaxed")',
     ),
@@ -282,9 +312,9 @@ def test_state_kept_is_caught(bug):
     its flag, its word of decided and rejected bits, or a row's arrival counter) fails the between-calls
     comparison of test_flags_do_not_outlive_the_call: greedy calls that mostly reject draft 0, then the
     same calls with every draft the target argmax."""
-    classic, pattern, replacement = STATE_KEPT[bug]
+    classic, pattern, replacement, *extra = STATE_KEPT[bug]
     planted = patched_module("specsample.kernels.logits", [(pattern, replacement)])
-    config = {**TILINGS["row-per-program"], "stats_lazy": True}
+    config = {**TILINGS["row-per-program"], "stats_lazy": True, **(extra[0] if extra else {})}
     first = _greedy_rejecting_batch(classic)
     second = dict(first, draft_token_ids=first["target_logits"][:, :NUM_K].argmax(-1))
     try:
@@ -350,6 +380,31 @@ def test_pick_poll_emits_release_every_ready_word(monkeypatch):
         discard_stream_buffers("logits_lazy_state")
     assert (words[:, 2] == 1).all(), f"ready words after the pass: {words[:, 2]}"
     assert not words[:, :2].any(), "the tail's flag and word are the pass's to clear"
+
+
+@pytest.mark.parametrize("classic_tail", [False, True], ids=["classic", "classic-tail"])
+def test_classic_tail_launches(monkeypatch, classic_tail):
+    """Classic drafts launch the stats pass, the accept kernel and the race; with classic_tail the stats pass
+    and the race alone, the race's screen (on everywhere under the interpreter, forced here for the GPU)
+    taking its threshold from the race programs (SHARED_TAU), since no accept kernel computes one."""
+    config = {
+        **TILINGS["row-per-program"],
+        "stats_lazy": True,
+        "race_screen": True,
+        "classic_tail": classic_tail,
+    }
+    launched = []
+    original = kl.launch_keyed
+    monkeypatch.setattr(kl, "_REPEATS", kl.call_memo())  # a remembered call launches without launch_keyed
+    monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: (
+        launched.append((key[0], meta.get("SHARED_TAU"), meta.get("TAIL"))),
+        original(kernel, grid, key, args, meta)))  # fmt: skip
+    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True)
+    kl.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()}, _config=config)
+    if classic_tail:
+        assert launched == [("stats", None, True), ("race", True, None)], launched
+    else:
+        assert launched == [("stats", None, None), ("accept", None, None), ("race", False, None)], launched
 
 
 @pytest.mark.parametrize(("value", "lazy"), [("0", False), ("1", True), ("yes", None)])
