@@ -506,13 +506,18 @@ def test_emit_position_is_fixed_once_and_for_all():
         (16, False, {}, (0, 2)),  # one-hot drafts: the stats pass, then the pick
         (17, False, {}, (0, 1, 2)),  # the word holds 16 positions' bits: three launches past that
         (5, True, {}, (0, 1, 2)),  # classic drafts keep the accept kernel and the race
+        (5, True, CLASSIC_TAIL, (0, 2)),  # unless classic_tail: the stats pass, then the race
+        (17, True, CLASSIC_TAIL, (0, 1, 2)),
+        (5, True, {**CLASSIC_TAIL, "stats_tail": False}, (0, 1, 2)),
         (5, False, {"stats_tail": False}, (0, 1, 2)),
         (5, False, {"stats_lazy": False}, (0, 1, 2)),  # the tail lives in the lazy pass
+        (5, True, {**CLASSIC_TAIL, "stats_lazy": False}, (0, 1, 2)),
     ],
 )
 def test_tail_plan(k_plus_1, classic, overrides, stages):
     """Which kernels a call launches (the plan's stages: 0 stats, 1 accept, 2 race or pick): the one-hot
-    tail where K+1 <= 16 (its word has 16 decided and 16 rejected bits), on the lazy pass only."""
+    tail (and with classic_tail the classic one) where K+1 <= 16 (its word has 16 decided and 16 rejected
+    bits), on the lazy pass only."""
     cfg = kl.launch_config(4, k_plus_1, 300, overrides)
     device = torch.empty(0, device=DEVICE).device  # as the launcher gets it: a CUDA device with its index
     plan = kl._plan(device, 4, k_plus_1, 300, classic, False, False, cfg)
