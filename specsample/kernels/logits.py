@@ -2183,8 +2183,8 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     cfg["pick_poll"] = False
     # classic_tail (classic drafts, the lazy pass with stats_tail, K+1 <= 16; off until measured,
     # benchmarks/NOTES.md session 46): stats_tail's decisions and outputs for classic drafts too, the race
-    # kernel after the pass and no accept kernel. The race's screen then takes its threshold as race_tau
-    # "shared" does (no accept kernel is left to compute one), whatever race_tau says.
+    # kernel after the pass and no accept kernel. It sets race_tau "shared" (no accept kernel is left to
+    # compute the screen's threshold); an override of race_tau "accept" beside it is a ValueError.
     cfg["classic_tail"] = False
     # race_screen (classic drafts): the stats pass also stores the target rows' part statistics, the
     # accept kernel reads a few groups of row j for a threshold (_screen_threshold), and each race
@@ -2236,6 +2236,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])
     if cfg["race_tau"] not in _RACE_TAUS:
         _fail(ValueError, "config['race_tau']", f"one of {_RACE_TAUS}", cfg["race_tau"])
+    if cfg["classic_tail"]:
+        if (overrides or {}).get("race_tau") == "accept":
+            _fail(ValueError, "config['race_tau'] with classic_tail", "'shared' (no accept kernel computes a "
+                  "threshold)", "accept")  # fmt: skip
+        cfg["race_tau"] = "shared"
     slab_parts = cfg["pick_slab_parts"]
     if slab_parts < 1 or slab_parts & (slab_parts - 1):
         _fail(ValueError, "config['pick_slab_parts']", "a power of two >= 1", slab_parts)
@@ -2359,9 +2364,9 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         and bool(cfg["stats_tail"])
         and (not has_draft or bool(cfg["classic_tail"]))
     )
-    # the screen's threshold from the race programs themselves (race_tau "shared", or the classic tail: no
-    # accept kernel), else from the accept kernel's _screen_threshold
-    shared_tau = screen and (cfg["race_tau"] == "shared" or tail)
+    # the screen's threshold from the race programs themselves (race_tau "shared", which classic_tail sets),
+    # else from the accept kernel's _screen_threshold
+    shared_tau = screen and cfg["race_tau"] == "shared"
     threshold = screen and not shared_tau
     race_groups = cfg["race_block"] // min(GROUP_TOKENS, cfg["race_block"])  # groups per race tile
     race_slots = next_pow2(cfg["race_tiles"])

@@ -212,6 +212,12 @@ def test_tau_keys_order_as_the_scores():
 
 
 def test_race_tau_must_be_known():
-    """An unknown race_tau is a ValueError naming the key, before any launch."""
+    """An unknown race_tau is a ValueError naming the key, before any launch. classic_tail sets race_tau
+    "shared" (it leaves no accept kernel to compute the threshold), and an explicit "accept" beside it is a
+    ValueError too."""
     with pytest.raises(ValueError, match="race_tau"):
         kl.launch_config(4, 3, 700, {"race_tau": "accept-kernel"})
+    assert kl.launch_config(4, 3, 700)["race_tau"] == "accept"
+    assert kl.launch_config(4, 3, 700, {"classic_tail": True})["race_tau"] == "shared"
+    with pytest.raises(ValueError, match="classic_tail"):
+        kl.launch_config(4, 3, 700, {"classic_tail": True, "race_tau": "accept"})
