@@ -1588,7 +1588,8 @@ _TAU_KEY_BIAS: tl.constexpr = tl.constexpr(2**31 + 1)
 
 @triton.jit
 def _tau_key(score):
-    """The int64 key > 0 of float32 scores [R] (-inf included): key(a) < key(b) iff a < b."""
+    """The int64 key > 0 of float32 scores [R] (-inf included): key(a) < key(b) iff a < b, or a is -0.0
+    and b is +0.0."""
     bits = score.to(tl.int32, bitcast=True)
     ordered = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)  # negative floats: magnitude bits reversed
     return ordered.to(tl.int64) + _TAU_KEY_BIAS
