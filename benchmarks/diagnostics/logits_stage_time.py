@@ -1,6 +1,7 @@
 """Where a `rejection_sample_logits` call's time goes, by prefixes of its three launches.
 
     python3 benchmarks/diagnostics/logits_stage_time.py --out stages.jsonl [--case logits:64:4:151936:bfloat16]
+                                                        [--config '{"classic_tail": true}']
 
 The call launches three kernels: statistics, accept, then race (classic drafts) or pick (one-hot).
 This times the call with only its first launch, with its first two, and whole, under
@@ -22,6 +23,9 @@ rows (kernels/logits.py, session 31). The eager pass also keeps one-hot drafts o
 lazy tail (stats_tail, which decides in the statistics pass and has no accept launch) is not timed here
 unless SPECSAMPLE_LAZY_STATS=1 is set; that is safe for one-hot drafts only (the tail's last programs zero
 its flags, word and counters themselves), and their prefixes of 1 and 2 are then the same launch.
+The same holds for classic drafts with `classic_tail` (`--config`, a launch_config override given to every
+call; session 46): with SPECSAMPLE_LAZY_STATS=1 the prefix of 1 is the statistics pass with its tail, and 3
+adds the race.
 """
 
 from __future__ import annotations
@@ -70,12 +74,20 @@ def limit_launches(module, stages: int):
     return restore
 
 
+def config_call(module, inputs: dict, config: dict):
+    """A call of `module.rejection_sample_logits` on `inputs` with the launch_config override `config` (the
+    provider's call, `benchmarks/providers.py`, takes the default config)."""
+    return lambda: module.rejection_sample_logits(**inputs, _config=config)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON-lines file to append to")
     ap.add_argument("--label", default="head")
     ap.add_argument("--case", action="append", default=[], metavar="KERNEL:B:K:V:DTYPE",
                     help="time these cases instead of the list (repeatable)")  # fmt: skip
+    ap.add_argument("--config", type=json.loads, default=None, metavar="JSON",
+                    help="a launch_config override for every call (default: the provider's call)")  # fmt: skip
     args = ap.parse_args(argv)
     sys.path.insert(0, REPO)
     os.environ.setdefault("SPECSAMPLE_LAZY_STATS", "0")  # read at import (module docstring)
@@ -93,13 +105,18 @@ def main(argv: list[str] | None = None) -> int:
         logits_cases = [c for c in CASES if c[0] in ("logits", "logits_onehot")]  # issue 6's eight
         for kernel, b, k, v, dtype in [parse_case(c) for c in args.case] or logits_cases:
             case = Case(kernel, b, k, v, dtype)
-            fn = PROVIDERS[OURS].build(case, make_inputs(case, torch.device("cuda")))
+            inputs = make_inputs(case, torch.device("cuda"))
+            fn = (
+                config_call(kernel_module, inputs, args.config)
+                if args.config
+                else PROVIDERS[OURS].build(case, inputs)
+            )
             for stages in range(1, len(STAGES) + 1):
                 restore = limit_launches(kernel_module, stages)
                 try:
                     fn()
                     torch.cuda.synchronize()
-                    row = dict(label=args.label, case=case.label, stages=list(STAGES[:stages]),
+                    row = dict(label=args.label, case=case.label, stages=list(STAGES[:stages]), config=args.config,
                                zero_pause_us=timed_after(fn, zero_pause, 100),
                                warm_us=timed_after(fn, lambda: None, 100))  # fmt: skip
                 finally:

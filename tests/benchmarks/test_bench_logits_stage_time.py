@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import specsample.kernels.logits as kl
-from benchmarks.diagnostics.logits_stage_time import limit_launches
+from benchmarks.diagnostics.logits_stage_time import config_call, limit_launches
 
 
 def _call(classic: bool, device: str) -> None:
@@ -42,3 +42,28 @@ def test_limit_launches_keeps_a_prefix(monkeypatch, classic, device):
             restore()
         assert seen == want  # every call took the full path: the repeat-call memo was off
         assert kl.launch_keyed is recorder and kl._REPEATS is memo
+
+
+def test_config_call_passes_the_override(monkeypatch, device):
+    """--config's calls take the override: classic drafts with classic_tail launch the statistics pass and
+    the race (no accept kernel), and limit_launches(1) keeps the pass alone."""
+    seen = []
+    monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: seen.append(key[0]))
+    b, k, v = 3, 2, 40
+    inputs = dict(
+        target_logits=torch.randn(b, k + 1, v, device=device),
+        draft_token_ids=torch.zeros(b, k, dtype=torch.int64, device=device),
+        draft_logits=torch.randn(b, k, v, device=device),
+        temperature=torch.ones(b, device=device),
+        seeds=torch.arange(b, device=device),
+        offsets=torch.zeros(b, dtype=torch.int64, device=device),
+    )
+    call = config_call(kl, inputs, {"stats_lazy": True, "classic_tail": True})
+    for stages, want in ((3, ["stats", "race"]), (1, ["stats"])):
+        seen.clear()
+        restore = limit_launches(kl, stages)
+        try:
+            call()
+        finally:
+            restore()
+        assert seen == want
