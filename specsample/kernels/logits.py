@@ -870,8 +870,8 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
     call (every row's program has then arrived, so none reads them again in this call). Every program
     loads its request's draft ids as it arrives (x_row, what an emitter writes), beside the counter's
     round trip. One-hot drafts: `gathered` is what _draft_logits gathered as the program arrived;
-    classic drafts (HAS_DRAFT_LOGITS): the last program gathers x_i, l_i(x_i), d_i(x_i) itself and
-    also combines the draft row's statistics (dmax_ptr, dsum_ptr)."""
+    classic drafts (HAS_DRAFT_LOGITS): the last program gathers l_i(x_i), d_i(x_i) itself (x_i from
+    x_row) and also combines the draft row's statistics (dmax_ptr, dsum_ptr)."""
     live = sampled | greedy
     pos = tl.arange(0, KP).to(tl.int64)[None, :]
     x_row = tl.load(x_ptr + b[:, None] * sx_b + tl.minimum(pos, K - 1) * sx_k,
@@ -900,7 +900,7 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
         if HAS_DRAFT_LOGITS:
             big_md, log_sd, _ = _row_statistics(rows, drafted, inv_t, dmax_ptr, dsum_ptr, targ_ptr, NC,
                                                 False, BLOCK_ROWS, NCB)  # fmt: skip
-            x_i = _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K)
+            x_i = _pick_int(x_row, pos, i)  # the draft ids this program loaded as it arrived
             gathered_late = _draft_logits(b, i, x_i, drafted, sampled, t_ptr, d_ptr, seed_ptr, offset_ptr, V,
                                           st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b, K,
                                           True)  # fmt: skip
