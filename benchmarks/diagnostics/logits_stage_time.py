@@ -1,7 +1,7 @@
 """Where a `rejection_sample_logits` call's time goes, by prefixes of its three launches.
 
     python3 benchmarks/diagnostics/logits_stage_time.py --out stages.jsonl [--case logits:64:4:151936:bfloat16]
-                                                        [--config '{"classic_tail": true}']
+                                                        [--config '{"classic_tail": false}']
 
 The call launches three kernels: statistics, accept, then race (classic drafts) or pick (one-hot).
 This times the call with only its first launch, with its first two, and whole, under
@@ -23,9 +23,12 @@ rows (kernels/logits.py, session 31). The eager pass also keeps one-hot drafts o
 lazy tail (stats_tail, which decides in the statistics pass and has no accept launch) is not timed here
 unless SPECSAMPLE_LAZY_STATS=1 is set; that is safe for one-hot drafts only (the tail's last programs zero
 its flags, word and counters themselves), and their prefixes of 1 and 2 are then the same launch.
-The same holds for classic drafts with `classic_tail` (`--config`, a launch_config override given to every
-call; session 46): with SPECSAMPLE_LAZY_STATS=1 the prefix of 1 is the statistics pass with its tail, and 3
-adds the race.
+The same holds for classic drafts, whose tail (`classic_tail`) is the default since session 47 (`--config`,
+a launch_config override given to every call, turns it off): with SPECSAMPLE_LAZY_STATS=1 the prefix of 1
+is the statistics pass with its tail, and 3 adds the race. With the tail the emitters also set ready words
+that the pick or race (pick_poll, race_poll) waits on and zeroes: a prefix without that launch leaves them
+set, so the first whole call after it does not wait for its emits (its outputs are then wrong, and its
+time off by that call: the medians of 100 calls are not moved by one).
 """
 
 from __future__ import annotations

@@ -100,15 +100,18 @@ NAMED_SWEEPS = {  # name: (classic configs, one-hot configs, names)
     ),
 }
 NAMED = NAMED_SWEEPS.get(os.environ.get("LOGITS_GPU_SWEEP", ""))
-# one-hot configurations coupled with the reference besides the default (pick_poll: session 45, off by
-# default until timed; the pick waits for its own requests' emits, not for the whole pass)
-PICK_POLL = {"pick_poll": True}
-# classic drafts: the screened race's threshold shared by its race programs (race_tau, session 46, off by
-# default until timed); forced on at the graph check's shape, whose race programs hold one tile by default
-SHARED_TAU = {"race_tau": "shared"}
-SHARED_TAU_GRAPH = {"race_tau": "shared", "race_screen": True, "race_tiles": 8}
-# classic drafts decided in the statistics pass (classic_tail, session 46, off by default until timed)
-CLASSIC_TAIL = {"classic_tail": True}
+# one-hot drafts with the pick waiting for the whole pass, not per request (pick_poll off; on by default since
+# session 47, run 252)
+NO_POLL = {"pick_poll": False}
+# classic drafts are decided in the statistics pass (classic_tail), their screened race's threshold shared by
+# its programs (race_tau "shared"), each waiting for its own request's emit (race_poll): the default since
+# session 47 (runs 253-254). Coupled besides: the accept kernel after the pass with the shared threshold
+# (race_tau "shared" without the tail) and with its own (the threshold computed there); the tail with the
+# race waiting for the whole pass. The graph checks screen (race programs of 8 tiles; one by default there).
+SHARED_TAU = {"race_tau": "shared", "classic_tail": False}
+NO_CLASSIC_TAIL = {"classic_tail": False}
+NO_RACE_POLL = {"race_poll": False}
+SCREEN_GRAPH = {"race_screen": True, "race_tiles": 8}
 ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
 # the stats pass's load-ahead switch against its default per dtype (on for 16-bit logits), both draft kinds
@@ -315,7 +318,7 @@ def main() -> int:
         lambda: coupling(64, 8, 128256, "fp32", False, gen, ONE_HOT_COUPLED[0]),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, ONE_HOT_COUPLED[1]),
         lambda: coupling(64, 4, 151936, "fp32", False, gen, ONE_HOT_COUPLED[2]),
-        lambda: coupling(64, 4, 151936, "bf16", False, gen, PICK_POLL),
+        lambda: coupling(64, 4, 151936, "bf16", False, gen, NO_POLL),
         lambda: coupling(128, 4, 151936, "bf16", True, gen, AHEAD_COUPLED[0]),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, AHEAD_COUPLED[0]),
         lambda: coupling(32, 8, 128256, "fp32", True, gen, AHEAD_COUPLED[1]),
@@ -327,8 +330,9 @@ def main() -> int:
         lambda: coupling(128, 8, 128256, "bf16", True, gen, STREAMED, fallback=True),
         lambda: coupling(64, 4, 151936, "bf16", True, gen, SHARED_TAU),
         lambda: coupling(128, 8, 128256, "fp32", True, gen, SHARED_TAU, fallback=True),
-        lambda: coupling(64, 4, 151936, "bf16", True, gen, CLASSIC_TAIL),
-        lambda: coupling(32, 8, 128256, "fp32", True, gen, CLASSIC_TAIL, hostile=True),
+        lambda: coupling(64, 4, 151936, "bf16", True, gen, NO_CLASSIC_TAIL),
+        lambda: coupling(32, 8, 128256, "fp32", True, gen, NO_CLASSIC_TAIL, hostile=True),
+        lambda: coupling(64, 4, 151936, "bf16", True, gen, NO_RACE_POLL),
         lambda: coupling(64, 4, 151936, "bf16", True, gen, None, hostile=True),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, None, hostile=True),
         lambda: coupling(32, 8, 128256, "fp32", True, gen, None, hostile=True),
@@ -337,9 +341,11 @@ def main() -> int:
     graph_steps = [
         lambda: graph_check(gen),
         lambda: graph_check(gen, classic=False),
-        lambda: graph_check(gen, PICK_POLL, classic=False, key="graph_one_hot_pick_poll"),
-        lambda: graph_check(gen, SHARED_TAU_GRAPH, key="graph_classic_shared_tau"),
-        lambda: graph_check(gen, {**SHARED_TAU_GRAPH, **CLASSIC_TAIL}, key="graph_classic_tail"),
+        lambda: graph_check(gen, NO_POLL, classic=False, key="graph_one_hot_no_poll"),
+        lambda: graph_check(gen, SCREEN_GRAPH, key="graph_classic_screened"),
+        lambda: graph_check(gen, {**SCREEN_GRAPH, **NO_CLASSIC_TAIL}, key="graph_classic_no_tail"),
+        lambda: graph_check(gen, {**SCREEN_GRAPH, **SHARED_TAU}, key="graph_classic_shared_tau_no_tail"),
+        lambda: graph_check(gen, {**SCREEN_GRAPH, **NO_RACE_POLL}, key="graph_classic_no_race_poll"),
     ]
     steps += graph_steps
     if os.environ.get("LOGITS_GPU_PERF_ONLY"):  # the timing sweep alone (coupling: a full run)
@@ -378,10 +384,11 @@ def main() -> int:
         mode += "".join(f" {k}" for k in c["config"]) + (" hostile" if c.get("hostile") else "")
         print(f"{shape:>16} {c['dtype']:>5} {mode:>14} {c['mismatches']:>8} {c['ambiguous']:>6} "
               f"{c['unexplained']:>6} {c['tv_ucb']:>8.2e} {c.get('fallbacks', 0):>8}")  # fmt: skip
-    graphs = (RESULTS["graph"], RESULTS.get("graph_one_hot"), RESULTS.get("graph_one_hot_pick_poll"),
-              RESULTS.get("graph_classic_shared_tau"), RESULTS.get("graph_classic_tail"))  # fmt: skip
-    print("graph: {}; one-hot: {}; one-hot pick_poll: {}; classic race_tau shared: {}; "
-          "classic_tail: {}".format(*graphs))  # fmt: skip
+    graphs = (RESULTS["graph"], RESULTS.get("graph_one_hot"), RESULTS.get("graph_one_hot_no_poll"),
+              RESULTS.get("graph_classic_screened"), RESULTS.get("graph_classic_no_tail"),
+              RESULTS.get("graph_classic_shared_tau_no_tail"), RESULTS.get("graph_classic_no_race_poll"))
+    print("graph: {}; one-hot: {}; one-hot pick_poll off: {}; classic screened: {}; classic_tail off: {}; "
+          "race_tau shared without the tail: {}; race_poll off: {}".format(*graphs))  # fmt: skip
     print(f"\nperformance (us, median); copy bandwidth {RESULTS['copy_bw'] or 0:.3e} B/s")
     print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'floor':>7} {'eager':>7} {'graph':>7} {'stats':>7} "
           f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config "

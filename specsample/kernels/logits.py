@@ -54,12 +54,14 @@ uniforms before that wait (H200 runs 106-107: 3.3-4.7 µs less per call in do_be
    program that adds the request's last decided bit zeroes its words for the next call. Outputs are
    the three launches' bit for bit
    (tests/kernels/test_logits_lazy.py); H200 runs 237-240: 1.00-1.14x (zero_pause) on one-hot drafts
-   from B = 1 to 256 (benchmarks/NOTES.md, session 43). Classic drafts with `classic_tail` (off by
-   default until timed): the same, a row's last program being the last of its target and draft
-   programs, which also combines the draft row's statistics; the race kernel follows the pass, its
-   screen's threshold shared by its own programs (`race_tau` "shared", item 3). A chunk is read as
-   loaded and read again through the NaN / inf clean only where its sum comes out NaN (`_any_nan`; the 16-bit
-   passes are bound by instructions: H200 run 134, one-hot bf16 (128, 8, 128256) 100.5 -> 94.2 µs).
+   from B = 1 to 256 (benchmarks/NOTES.md, session 43). Classic drafts (`classic_tail`, session 47):
+   the same, a row's last program being the last of its target and draft programs, which also
+   combines the draft row's statistics; the race kernel follows the pass, its screen's threshold
+   shared by its own programs (`race_tau` "shared", item 3), each race program waiting for its own
+   request's emit (`race_poll`; the pick likewise, `pick_poll`) rather than for the whole pass.
+   A chunk is read as loaded and read again through the NaN / inf clean only where its sum comes
+   out NaN (`_any_nan`; the 16-bit passes are bound by instructions: H200 run 134, one-hot bf16
+   (128, 8, 128256) 100.5 -> 94.2 µs).
 2. `_logits_accept_kernel`, grid (request blocks): combines the chunk statistics of its requests
    (log-sum-exp per position), runs the acceptance tests (K gathers and K uniforms), which fix the
    emit position j, and writes every output except a sampled row's emitted token, plus row j's
@@ -76,16 +78,16 @@ uniforms before that wait (H200 runs 106-107: 3.3-4.7 µs less per call in do_be
    reads, per request, the group of largest bound in each of 4 segments of row j and stores the
    best score they attain (tau, `_screen_threshold`); a race program reads only tiles (of row j and
    draft row j) whose bound reaches tau or the best score it has read, its tile of largest bound
-   first (`_screened_race`). With `race_tau` "shared" (off by default until timed) the accept kernel
-   computes no tau: each race program publishes the best score of its first tile into its request's
-   word (an atomic max) and screens its later tiles with what the request's other programs published
-   before it. What it skips cannot win, so the outputs are those of reading
-   everything (tests/kernels/test_logits_screen.py); p's race takes log P_g from the statistics. H200, same
-   session, two rounds each, zero_pause µs, base = reading everything: run 126 (each program's own
-   reads only) fp32 (64, 4, 151936) 127.1 -> 118.0, (128, 8, 128256) 320.8 -> 302.8, bf16 84.5 ->
-   80.8 and 192.3 -> 189.8; run 129 with tau (4 accept warps) 127.4 -> 115.8, 320.4 -> 292.6,
-   84.8 -> 80.2 and 192.9 -> 184.7; outputs equal to the unscreened race's on every row of 6
-   benchmark batches per case (runs 126, 129). Unscreened, every program reads its whole
+   first (`_screened_race`). With `race_tau` "shared" (the default where the classic tail runs, which
+   leaves no accept kernel) nothing computes tau ahead: each race program publishes the best score
+   of its first tile into its request's word (an atomic max) and screens its later tiles with what
+   the request's other programs published before it. What it skips cannot win, so the outputs are
+   those of reading everything (tests/kernels/test_logits_screen.py); p's race takes log P_g from
+   the statistics. H200, same session, two rounds each, zero_pause µs, base = reading everything:
+   run 126 (each program's own reads only) fp32 (64, 4, 151936) 127.1 -> 118.0, (128, 8, 128256)
+   320.8 -> 302.8, bf16 84.5 -> 80.8 and 192.3 -> 189.8; run 129 with tau (4 accept warps) 127.4 ->
+   115.8, 320.4 -> 292.6, 84.8 -> 80.2 and 192.9 -> 184.7; outputs equal to the unscreened race's on
+   every row of 6 benchmark batches per case (runs 126, 129). Unscreened, every program reads its whole
    chunk of row j and draft row j, the next tile's loads issued before this tile's arithmetic, and
    with 16-bit logits (`race_p_in_merge`) leaves out the race over p: the last program runs it,
    tile by tile over the whole of row j, only for requests whose residual has no mass (the
@@ -598,7 +600,7 @@ def _stats_block(
     RECHECK: tl.constexpr = False,
     TAIL: tl.constexpr = False,  # LAZY: the decisions and outputs here (_tail_arrival)
     KP: tl.constexpr = 1,  # TAIL: next_pow2(K+1)
-    PICK_POLL: tl.constexpr = False,  # TAIL: release each request's ready word for the pick (pick_poll)
+    PICK_POLL: tl.constexpr = False,  # TAIL: release each request's ready word (pick_poll, race_poll)
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -832,9 +834,9 @@ _REJECTED_BIT: tl.constexpr = tl.constexpr(16)  # bit 16 + p: draft p rejected
 @triton.jit
 def _ready_word(state_ptr, B, b):
     """PICK_POLL: request b's ready word, word (B + b) STATE_WORDS of the state: a line of its own past the
-    B lines of the lazy flags and the tail's words, which thousands of stats programs read while a pick may
-    spin. 1 from b's emit (the tail's emitter, release) until b's pick program reads it (acquire) and
-    zeroes it."""
+    B lines of the lazy flags and the tail's words, which thousands of stats programs read while a pick (or
+    race) program may spin. 1 from b's emit (the tail's emitter, release) until b's pick program, or the
+    last of its race programs (race_poll), has read it (acquire) and zeroes it."""
     return state_ptr + (B + b) * _STATE_WORDS
 
 
@@ -1702,6 +1704,7 @@ def _race_block(
     best_idx_ptr,  # [B, NC2, 2] int32 scratch: chunk winner groups
     arrivals_ptr,  # [>= cdiv(B, BLOCK_ROWS)] int32, zero on entry, zero again on exit (_arrivals.py)
     tau_ptr,  # [B * TAU_WORDS] int64 (SHARED_TAU): each request's shared threshold, zero on entry and exit
+    ready_word,  # [R] pointers (POLL): each request's ready word (_ready_word), zeroed by its last program
     tokens_ptr,  # [B, K+1] int32 out, contiguous: the sampled rows' emitted token at j
     fallback_ptr,  # [B] bool out (sampled rows)
     valid_ptr,  # [B] bool out (sampled rows)
@@ -1721,6 +1724,7 @@ def _race_block(
     SCREEN: tl.constexpr = False,
     PARTS: tl.constexpr = 1,
     SHARED_TAU: tl.constexpr = False,
+    POLL: tl.constexpr = False,
 ):  # fmt: skip
     # Classic drafts (one-hot drafts take _pick_in_groups): r_v = p_v - q_v where p_v > q_v,
     # p_v on the bonus row j = n; no residual mass: r = p (fallback).  Groups g of 256 tokens:
@@ -1762,9 +1766,9 @@ def _race_block(
     if SHARED_TAU:  # every thread's use of the words before the arrival (the last program resets them)
         tl.debug_barrier()
     _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected, use_q, t_row, d_row, shift_p,
-                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tau_word, tokens_ptr,
-                fallback_ptr, valid_ptr, V, NC2, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V, GW, FAST_LOG, P_IN_MERGE,
-                NCB2, SHARED_TAU)  # fmt: skip
+                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tau_word, ready_word,
+                tokens_ptr, fallback_ptr, valid_ptr, V, NC2, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V, GW, FAST_LOG,
+                P_IN_MERGE, NCB2, SHARED_TAU, POLL)  # fmt: skip
 
 
 @triton.jit
@@ -1816,18 +1820,22 @@ def _streamed_masses(req, chunk, t_row, d_row, seed, offset, j, x_j, sampled, us
 
 @triton.jit
 def _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected, use_q, t_row, d_row, shift_p,
-                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tau_word, tokens_ptr,
-                fallback_ptr, valid_ptr, V, NC2, st_v, sd_v, K: tl.constexpr, BLOCK_ROWS: tl.constexpr,
-                BLOCK_V: tl.constexpr, GW: tl.constexpr, FAST_LOG: tl.constexpr, P_IN_MERGE: tl.constexpr,
-                NCB2: tl.constexpr, SHARED_TAU: tl.constexpr = False):  # fmt: skip
+                norm_p, shift_q, norm_q, scale2, best_ptr, best_idx_ptr, arrivals_ptr, tau_word, ready_word,
+                tokens_ptr, fallback_ptr, valid_ptr, V, NC2, st_v, sd_v, K: tl.constexpr,
+                BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, GW: tl.constexpr, FAST_LOG: tl.constexpr,
+                P_IN_MERGE: tl.constexpr, NCB2: tl.constexpr, SHARED_TAU: tl.constexpr = False,
+                POLL: tl.constexpr = False):  # fmt: skip
     """After a race program stored its chunk's candidates: the last program to arrive for the
-    request block merges every chunk's, draws the token and writes the outputs."""
+    request block merges every chunk's, draws the token and writes the outputs. POLL: it also zeroes
+    the block's ready words, every program of the block having passed its wait."""
     arrived = tl.atomic_add(arrivals_ptr + req_block, 1, sem="acq_rel")
     if arrived == NC2 - 1:
         # ready for the next call / graph replay: relaxed and first, as in kernels/chain.py
         tl.atomic_xchg(arrivals_ptr + req_block, 0, sem="relaxed")
         if SHARED_TAU:  # every program of the block has published: the words back to "nothing read"
             tl.atomic_xchg(tau_word, 0, mask=req_ok, sem="relaxed")
+        if POLL:  # every program of the block has seen its ready words: zero for the next call's emits
+            tl.atomic_xchg(ready_word, 0, mask=req_ok, sem="relaxed")
         best_r, group_r = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 0, NCB2)
         if not P_IN_MERGE:
             best_p, group_p = _merge_chunks(best_ptr, best_idx_ptr, req, req_ok, NC2, 1, NCB2)
@@ -1933,6 +1941,7 @@ def _logits_accept_kernel(
 def _logits_race_kernel(
     t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr,  # see _race_block
     best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, tokens_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
+    state_ptr,  # [2 B STATE_WORDS] int32 (POLL): b's ready word (_ready_word), 1 once its emit is stored
     B, V, NC2, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
     K: tl.constexpr,
@@ -1948,16 +1957,28 @@ def _logits_race_kernel(
     SCREEN: tl.constexpr = False,
     PARTS: tl.constexpr = 1,
     SHARED_TAU: tl.constexpr = False,
+    POLL: tl.constexpr = False,  # after the classic tail (race_poll): wait per request, not per grid
+    SPINS: tl.constexpr = 1,  # POLL: reads of a ready word before waiting for the whole pass instead
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each. PDL: launched
-    # while the accept kernel runs; everything here depends on it.
-    if PDL:
+    # while the accept kernel runs (the stats pass, with classic_tail); everything here depends on it.
+    # POLL: each program waits for its requests' ready words (released by the classic tail's emitter,
+    # _tail_arrival) and for the statistics pass only at its end, as the one-hot pick does; the block's
+    # last program zeroes the words (_race_merge).
+    req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
+    ready = _ready_word(state_ptr, B, req)
+    if POLL:
+        _spin_ready(ready, req < B, SPINS, PDL)
+    elif PDL:
         gdc_wait()
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr,
-                row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, tokens_ptr, fallback_ptr, valid_ptr,
-                gmax_ptr, gsum_ptr, B, V, NC2, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
+                row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, ready, tokens_ptr, fallback_ptr,
+                valid_ptr, gmax_ptr, gsum_ptr, B, V, NC2, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
                 K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG, P_IN_MERGE, NCB2, SCREEN,
-                PARTS, SHARED_TAU)  # fmt: skip
+                PARTS, SHARED_TAU, POLL)  # fmt: skip
+    if POLL:
+        if PDL:
+            gdc_wait()
 
 
 @triton.jit
@@ -1983,6 +2004,7 @@ def _logits_pick_kernel(
     FAST_LOG: tl.constexpr,
     PDL: tl.constexpr = False,
     POLL: tl.constexpr = False,  # after the one-hot tail (pick_poll): wait per request, not per grid
+    SPINS: tl.constexpr = 1,  # POLL: reads of a ready word before waiting for the whole pass instead
 ):  # fmt: skip
     # grid (request blocks), one-hot drafts, in place of the race kernel: _pick_in_groups on what
     # _accept_block left for each request. (Fused into the accept kernel, which has the same grid:
@@ -1996,7 +2018,7 @@ def _logits_pick_kernel(
     req_ok = req < B
     ready = _ready_word(state_ptr, B, req)
     if POLL:
-        _wait_ready(ready, req_ok)
+        _wait_ready(ready, req_ok, SPINS, PDL)
     elif PDL:
         gdc_wait()
     seed, offset, j, x_j, sampled, use_q, rejected, shift_p, norm_p, shift_q, norm_q, scale2 = _emit_row(
@@ -2011,14 +2033,46 @@ def _logits_pick_kernel(
 
 
 @triton.jit
-def _wait_ready(ready_ptr, ok):
+def _spin_ready(ready_ptr, ok, SPINS: tl.constexpr, PDL: tl.constexpr):
+    """POLL (the classic race, ~38 programs per request at bf16 (64, 4, 151936)): _wait_ready with plain
+    volatile loads for the spin, so the waiting programs do not queue atomics on the word the emitter
+    releases, then one acquiring read of the word (which reads the emitter's release where it was seen:
+    nothing else writes it before every program of the block has arrived) and a CTA barrier. At most
+    SPINS reads, then the wait for the whole pass, as _wait_ready."""
+    waiting = ok
+    spins = 0
+    while (tl.max(waiting.to(tl.int32), axis=0) > 0) & (spins < SPINS):
+        seen = tl.load(ready_ptr, mask=waiting, other=1, volatile=True)
+        waiting = waiting & (seen == 0)
+        spins += 1
+    tl.atomic_add(ready_ptr, 0, mask=ok, sem="acquire")
+    _wait_for_the_pass(waiting, PDL)
+
+
+@triton.jit
+def _wait_ready(ready_ptr, ok, SPINS: tl.constexpr, PDL: tl.constexpr):
     """POLL: spin until the ready word of every request where `ok` [R] is set (acquire: what the emitter
     stored before releasing it is visible after), then a CTA barrier, so that every thread's later loads
-    come after the acquiring thread's."""
+    come after the acquiring thread's. At most SPINS reads: a request whose emit has not come by then
+    (a pass slower than the spin, or a broken tail that never emits) waits for the whole pass instead
+    (griddepcontrol.wait, with PDL), so the wait always ends; under the interpreter the pass has ended
+    before this kernel starts, and SPINS is 1."""
     waiting = ok
-    while tl.max(waiting.to(tl.int32), axis=0) > 0:
+    spins = 0
+    while (tl.max(waiting.to(tl.int32), axis=0) > 0) & (spins < SPINS):
         seen = tl.atomic_add(ready_ptr, 0, mask=waiting, sem="acquire")
         waiting = waiting & (seen == 0)
+        spins += 1
+    _wait_for_the_pass(waiting, PDL)
+
+
+@triton.jit
+def _wait_for_the_pass(waiting, PDL: tl.constexpr):
+    """The end of a ready-word wait: the whole pass's (griddepcontrol.wait) where some request in
+    `waiting` [R] is still not ready, then a CTA barrier."""
+    if PDL:
+        if tl.max(waiting.to(tl.int32), axis=0) > 0:
+            gdc_wait()
     tl.debug_barrier()
 
 
@@ -2029,6 +2083,7 @@ def _wait_ready(ready_ptr, ok):
 
 _RACE_PROGRAMS = 2048  # race-pass programs (one warp each) wanted at least (~15 per SM)
 _RACE_TAUS = ("accept", "shared")  # launch_config's race_tau
+_READY_SPINS = 1 << 14  # reads of a ready word (pick_poll, race_poll) before the wait for the whole pass
 
 
 def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
@@ -2042,6 +2097,14 @@ def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
         if batch * cdiv(vocab, race_block * want) >= _RACE_PROGRAMS:
             return max(1, min(want, tiles))
     return 1
+
+
+def _tail_applies(cfg: dict, k_plus_1: int, classic: bool) -> bool:
+    """Whether the statistics pass decides the drafts and writes the outputs itself (stats_tail, and for
+    classic drafts classic_tail): the lazy pass with drafts, K+1 <= 16 (its word's bits)."""
+    lazy = bool(cfg["stats_lazy"]) and k_plus_1 > 1
+    wanted = bool(cfg["stats_tail"]) and (not classic or bool(cfg["classic_tail"]))
+    return lazy and k_plus_1 <= _TAIL_MAX_POSITIONS and wanted
 
 
 def launch_config(batch: int, k_plus_1: int, vocab: int, overrides: dict | None = None, *,
@@ -2175,18 +2238,36 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # pick_slab_parts (both paths): the one-hot pick's race steps over slabs of at most this many
     # part statistics (1024 // parts groups; one slab covers V <= 262144 with 256-token parts)
     cfg["pick_slab_parts"] = 1024
-    # pick_poll (one-hot drafts with stats_tail; off until measured, benchmarks/NOTES.md session 45): the
-    # pick's programs wait for their own requests' emits (a ready word the tail's emitter releases) instead
-    # of the whole statistics pass (griddepcontrol.wait), so requests whose emit position is fixed early
-    # are drawn while the pass's later programs still run; each pick program waits for the pass at its
-    # end, so the call still ends after both. The stats programs order their part statistics before their
-    # arrival with a CTA barrier, which the pick's reads of row j then rely on.
-    cfg["pick_poll"] = False
-    # classic_tail (classic drafts, the lazy pass with stats_tail, K+1 <= 16; off until measured,
-    # benchmarks/NOTES.md session 46): stats_tail's decisions and outputs for classic drafts too, the race
-    # kernel after the pass and no accept kernel. It sets race_tau "shared" (no accept kernel is left to
-    # compute the screen's threshold); an override of race_tau "accept" beside it is a ValueError.
-    cfg["classic_tail"] = False
+    # pick_poll (one-hot drafts with stats_tail): the pick's programs wait for their own requests' emits (a
+    # ready word the tail's emitter releases) instead of the whole statistics pass (griddepcontrol.wait), so
+    # requests whose emit position is fixed early are drawn while the pass's later programs still run; each
+    # pick program waits for the pass at its end, so the call still ends after both. The stats programs
+    # order their part statistics before their arrival with a CTA barrier, which the pick's reads of row j
+    # then rely on. H200 run 252 (lazy_stats.py, two rounds, off -> on, zero_pause µs, graph µs in
+    # brackets; outputs equal to the eager pass's in every call), the benchmark's inputs: one-hot bf16
+    # (64, 4, 151936) 33.95 / 33.33 -> 32.70 / 33.73 (27.85 / 28.08 -> 27.23 / 27.27), fp32 46.05 / 46.82
+    # -> 42.88 / 42.14 (39.35 / 39.34 -> 35.21 / 35.56); (128, 8, 128256) bf16 49.18 / 48.02 -> 48.61 /
+    # 48.80 (42.29 / 42.06 -> 42.95 / 42.99), fp32 71.44 / 72.58 -> 67.71 / 67.87 (62.75 / 62.61 -> 58.76
+    # / 58.64); every draft accepted: 0.5 to 1.9 µs faster zero_pause in all four cases.
+    cfg["pick_poll"] = True
+    # classic_tail (classic drafts, the lazy pass with stats_tail, K+1 <= 16): stats_tail's decisions and
+    # outputs for classic drafts too, the race kernel after the pass and no accept kernel, the screen's
+    # threshold then shared by the race programs (race_tau "shared"). race_poll (with classic_tail):
+    # pick_poll's wait for the classic race. The tail's emitter releases each request's ready word, and
+    # every race program spins on its requests' words (volatile loads, then one acquire) instead of
+    # waiting for the whole statistics pass; each waits for the pass at its end, and the request block's
+    # last race program zeroes the words. H200 runs 253-254 (lazy_stats.py, two rounds each, zero_pause
+    # µs, graph µs in brackets; outputs equal to the eager pass's in every call), the benchmark's inputs:
+    # classic bf16 (64, 4, 151936) default 64.75 / 64.98 (57.47 / 57.92), classic_tail alone 64.91 / 65.52
+    # (58.80 / 58.84), with race_poll 60.37 / 61.47 (54.54 / 54.64); bf16 (128, 8, 128256) 111.49 /
+    # 112.00 -> 115.74 / 115.62 -> 106.40 / 107.15 (102.42 / 102.34 -> 98.39 / 98.00); fp32 (64, 4,
+    # 151936) 87.81 / 87.84 -> 89.78 / 90.64 -> 81.79 / 82.37 (78.38 / 78.20 -> 73.74 / 73.17). Every
+    # draft accepted, default -> race_poll: 75.25 / 76.03 -> 72.96 / 73.78, 112.00 / 112.43 -> 109.52 /
+    # 109.60, but (128, 8, 128256) bf16 182.70 / 182.37 -> 184.58 / 184.80 (graph 170.28 / 169.85 ->
+    # 174.24 / 181.70). (race_tau "shared" alone, the accept kernel without its threshold, run 253: +2.0
+    # to +3.6 µs at (64, 4, 151936) bf16, +1.3 / +2.1 at (128, 8, 128256) bf16; not a default.)
+    cfg["classic_tail"] = True
+    cfg["race_poll"] = True
     # race_screen (classic drafts): the stats pass also stores the target rows' part statistics, the
     # accept kernel reads a few groups of row j for a threshold (_screen_threshold), and each race
     # program reads only the tiles of row j that hold a group whose bound log P_g - log E_g can
@@ -2202,11 +2283,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # request, before the race launches). "shared": no threshold in the accept kernel (one warp, as
     # for one-hot drafts); each race program publishes the best score of its first tile into its
     # request's word and screens with what the request's other programs published before it
-    # (_share_tau). The outputs are the same (tests/kernels/test_logits_screen.py). "accept" until the
-    # H200 times "shared" (benchmarks/NOTES.md, session 46: predicted -3 to -4.5 µs at classic bf16
-    # (64, 4, 151936), where every race program then reads its lead tile, 13% of the tiles against 1%,
-    # benchmarks/diagnostics/screen_simulation.py, but no request waits for the threshold).
-    cfg["race_tau"] = "accept"
+    # (_share_tau). The outputs are the same (tests/kernels/test_logits_screen.py). None (the default):
+    # "shared" where the classic tail applies (no accept kernel is left to compute the threshold),
+    # "accept" elsewhere (H200 run 253: "shared" with the accept kernel was 1.3-3.6 µs slower); an
+    # override of "accept" where the classic tail applies is a ValueError (set classic_tail False).
+    cfg["race_tau"] = None
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -2235,13 +2316,14 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     for key in ("stats_block", "race_block"):
         if cfg[key] < 4 or cfg[key] & (cfg[key] - 1):
             _fail(ValueError, f"config[{key!r}]", "a power of two >= 4", cfg[key])
+    classic_tail = _tail_applies(cfg, k_plus_1, classic=True)
+    if cfg["race_tau"] is None:
+        cfg["race_tau"] = "shared" if classic_tail else "accept"
     if cfg["race_tau"] not in _RACE_TAUS:
         _fail(ValueError, "config['race_tau']", f"one of {_RACE_TAUS}", cfg["race_tau"])
-    if cfg["classic_tail"]:
-        if (overrides or {}).get("race_tau") == "accept":
-            _fail(ValueError, "config['race_tau'] with classic_tail", "'shared' (no accept kernel computes a "
-                  "threshold)", "accept")  # fmt: skip
-        cfg["race_tau"] = "shared"
+    if classic_tail and cfg["race_tau"] == "accept":
+        _fail(ValueError, "config['race_tau'] with classic_tail", "'shared' (no accept kernel computes a "
+              "threshold; set classic_tail False for the accept kernel's)", "accept")  # fmt: skip
     slab_parts = cfg["pick_slab_parts"]
     if slab_parts < 1 or slab_parts & (slab_parts - 1):
         _fail(ValueError, "config['pick_slab_parts']", "a power of two >= 1", slab_parts)
@@ -2359,12 +2441,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     screen = has_draft and bool(cfg["race_screen"])
     lazy = bool(cfg["stats_lazy"]) and num_k > 0
     # stats_tail: the stats pass deciding and writing the outputs (_tail_arrival), no accept kernel
-    tail = (
-        lazy
-        and k_plus_1 <= _TAIL_MAX_POSITIONS
-        and bool(cfg["stats_tail"])
-        and (not has_draft or bool(cfg["classic_tail"]))
-    )
+    tail = _tail_applies(cfg, k_plus_1, has_draft)
     # the screen's threshold from the race programs themselves (race_tau "shared", which classic_tail sets),
     # else from the accept kernel's _screen_threshold
     shared_tau = screen and cfg["race_tau"] == "shared"
@@ -2428,7 +2505,12 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     later = dict(PDL=True, launch_pdl=True) if pdl else {}
     # stats_tail: the stats pass writing the outputs (_tail_arrival), then the pick or the race
     pick_poll = tail and not has_draft and bool(cfg["pick_poll"])
-    tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1), PICK_POLL=pick_poll) if tail else {}
+    race_poll = tail and has_draft and bool(cfg["race_poll"])
+    # reads of a ready word before the pick or race waits for the whole pass instead: 1 under the
+    # interpreter (the pass has ended when they start), else ~10 ms of reads, far past any pass
+    spins = 1 if interpreting() else _READY_SPINS
+    # the emitters release the ready words that the pick (pick_poll) or the race (race_poll) waits on
+    tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1), PICK_POLL=pick_poll or race_poll) if tail else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
                       PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
@@ -2459,13 +2541,13 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                      GW=race_gw, TILES_P2=race_slots,
                      FAST_LOG=cfg["fast_log"], P_IN_MERGE=bool(cfg["race_p_in_merge"]) and not screen,
                      NCB2=min(next_pow2(nc2), 64), SCREEN=screen, PARTS=parts, SHARED_TAU=shared_tau,
-                     num_warps=cfg["race_warps"], **later)  # fmt: skip
+                     POLL=race_poll, SPINS=spins, num_warps=cfg["race_warps"], **later)  # fmt: skip
     race_grid = (race_blocks, nc2)
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups
         pick_rows = _rows_within_tile(cfg["race_rows"], slab * parts)
         race_meta = dict(K=num_k, BLOCK_ROWS=pick_rows, GB=slab, PARTS=parts,
                          GW=max(4, min(GROUP_TOKENS, next_pow2(vocab))), FAST_LOG=cfg["fast_log"],
-                         POLL=pick_poll, num_warps=cfg["pick_warps"], **later)  # fmt: skip
+                         POLL=pick_poll, SPINS=spins, num_warps=cfg["pick_warps"], **later)  # fmt: skip
         race_grid = (cdiv(batch, pick_rows),)
     # the stats pass: target rows, and draft rows (classic) in programs of their own (axis 2)
     # (lazy: the same programs on one axis, _logits_stats_kernel)
@@ -2545,7 +2627,8 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
               num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset)  # fmt: skip
     if has_draft:
         last = (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, race_tau, tokens, fallback,
-                valid, gmax, gsum, batch, vocab, nc2, num_parts, *st, *sd, s_seed, s_offset)  # fmt: skip
+                valid, gmax, gsum, state, batch, vocab, nc2, num_parts, *st, *sd, s_seed,
+                s_offset)  # fmt: skip
     else:
         last = (lg, seeds, offsets, row_f, row_i, gmax, gsum, state, tokens, fallback, valid,
                 batch, vocab, num_parts, num_groups, *st, s_seed, s_offset)  # fmt: skip

@@ -23,16 +23,14 @@ def _call(classic: bool, device: str) -> None:
 @pytest.mark.parametrize("classic", [True, False], ids=["classic", "one-hot"])
 def test_limit_launches_keeps_a_prefix(monkeypatch, classic, device):
     """stages = 1, 2, 3 launch (stats), (stats, accept), (stats, accept, race | pick), on repeat calls
-    too (the launcher's repeat-call memo would launch all three without `launch_keyed`). One-hot drafts
-    here take the lazy pass's tail (stats_tail): the call has no accept launch, so stages = 2 launches
-    the statistics pass alone and 3 adds the pick."""
+    too (the launcher's repeat-call memo would launch all three without `launch_keyed`). Both draft kinds
+    here take the lazy pass's tail (stats_tail, classic_tail): the call has no accept launch, so stages
+    = 2 launches the statistics pass alone and 3 adds the race or the pick."""
     seen = []
     monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: seen.append(key[0]))
     recorder, memo = kl.launch_keyed, kl._REPEATS
-    if classic:
-        expected = ((1, ["stats"]), (2, ["stats", "accept"]), (3, ["stats", "accept", "race"]))
-    else:
-        expected = ((1, ["stats"]), (2, ["stats"]), (3, ["stats", "pick"]))
+    last = "race" if classic else "pick"
+    expected = ((1, ["stats"]), (2, ["stats"]), (3, ["stats", last]))
     for stages, want in expected:
         seen.clear()
         restore = limit_launches(kl, stages)
@@ -45,8 +43,8 @@ def test_limit_launches_keeps_a_prefix(monkeypatch, classic, device):
 
 
 def test_config_call_passes_the_override(monkeypatch, device):
-    """--config's calls take the override: classic drafts with classic_tail launch the statistics pass and
-    the race (no accept kernel), and limit_launches(1) keeps the pass alone."""
+    """--config's calls take the override: classic drafts without the classic tail launch the statistics
+    pass, the accept kernel and the race, and limit_launches(1) keeps the pass alone."""
     seen = []
     monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: seen.append(key[0]))
     b, k, v = 3, 2, 40
@@ -58,8 +56,8 @@ def test_config_call_passes_the_override(monkeypatch, device):
         seeds=torch.arange(b, device=device),
         offsets=torch.zeros(b, dtype=torch.int64, device=device),
     )
-    call = config_call(kl, inputs, {"stats_lazy": True, "classic_tail": True})
-    for stages, want in ((3, ["stats", "race"]), (1, ["stats"])):
+    call = config_call(kl, inputs, {"stats_lazy": True, "classic_tail": False})
+    for stages, want in ((3, ["stats", "accept", "race"]), (1, ["stats"])):
         seen.clear()
         restore = limit_launches(kl, stages)
         try:

@@ -90,12 +90,16 @@ def _emit_positions(case: dict, result) -> np.ndarray:
 
 
 # one-hot drafts' paths other than the default (stats_tail: the decisions and outputs in the stats pass, the
-# pick kernel after it): the accept kernel after the pass; the pick waiting per request (pick_poll)
-TAILS = {"no-tail": {"stats_tail": False}, "pick-poll": {"pick_poll": True}}
-# classic drafts' tail (classic_tail, off by default until timed): their decisions and outputs in the stats
-# pass too, the race kernel after it (its screen's threshold then shared by the race programs, as with
-# race_tau "shared")
+# pick kernel after it, waiting per request: pick_poll): the accept kernel after the pass; the pick waiting
+# for the whole pass
+TAILS = {"no-tail": {"stats_tail": False}, "no-poll": {"pick_poll": False}}
+# classic drafts' tail (classic_tail, the default since session 47): their decisions and outputs in the stats
+# pass too, the race kernel after it (its screen's threshold then shared by the race programs, race_tau
+# "shared"), each race program waiting for its own request's emit (race_poll)
 CLASSIC_TAIL = {"classic_tail": True}
+# classic drafts' paths other than the default: the accept kernel after the pass (no tail); the tail with
+# the race waiting for the whole pass (race_poll off)
+CLASSIC_TAILS = {"no-tail": {"classic_tail": False}, "no-poll": {"race_poll": False}}
 # (tiling, dtype, classic, extra config): the default (recheck; one-hot drafts: stats_tail) in every
 # combination, one case without recheck, and one-hot drafts without the tail in every tiling and dtype
 LAZY_CASES = (
@@ -117,9 +121,10 @@ LAZY_CASES = (
         for tail in sorted(TAILS)
     ]
     + [
-        pytest.param(tiling, dtype, True, CLASSIC_TAIL, id=f"{tiling}-{dtype}-classic-tail")
+        pytest.param(tiling, dtype, True, CLASSIC_TAILS[tail], id=f"{tiling}-{dtype}-classic-{tail}")
         for tiling in sorted(TILINGS)
         for dtype in ("fp32", "bf16")
+        for tail in sorted(CLASSIC_TAILS)
     ]
 )
 
@@ -175,7 +180,7 @@ def _greedy_rejecting_batch(classic: bool = True) -> dict:
     return case
 
 
-@pytest.mark.parametrize("drafts", ["classic", "one-hot", "classic-tail"])
+@pytest.mark.parametrize("drafts", ["classic", "one-hot", "classic-no-tail"])
 def test_flags_do_not_outlive_the_call(drafts):
     """A call whose drafts are mostly rejected early, then a call of the same shape whose drafts are
     all accepted (greedy requests whose drafts are the target argmax): the second equals the eager
@@ -186,7 +191,7 @@ def test_flags_do_not_outlive_the_call(drafts):
     config = {
         **TILINGS["row-per-program"],
         "stats_lazy": True,
-        **(CLASSIC_TAIL if drafts == "classic-tail" else {}),
+        **(CLASSIC_TAILS["no-tail"] if drafts == "classic-no-tail" else {}),
     }
     first = _greedy_rejecting_batch(classic)
     second = make_batch(
@@ -209,7 +214,7 @@ _ACCEPTED_AS_REJECTED = {name: patches for name, _, _, patches in KERNEL_PATCHES
 
 PLANTED = {  # bugs the tests above must catch: (classic, pattern, replacement, extra config)
     # classic: a draft accepted by the accept kernel's test is taken for certainly rejected
-    "classic-accepted-as-rejected": (True, *_ACCEPTED_AS_REJECTED[0], {}),
+    "classic-accepted-as-rejected": (True, *_ACCEPTED_AS_REJECTED[0], CLASSIC_TAILS["no-tail"]),
     # one-hot, without the tail (whose test is exact): the same
     "one-hot-accepted-as-rejected": (False, *_ACCEPTED_AS_REJECTED[1], TAILS["no-tail"]),
     # greedy: a draft equal to the argmax is taken for certainly rejected
@@ -270,11 +275,12 @@ def test_planted_lazy_bugs_are_caught(bug):
 
 
 STATE_KEPT = {  # (classic, pattern, replacement[, extra config]): a call's state left for the next one
-    # the accept kernel (classic drafts) leaves the decisions set
+    # the accept kernel (classic drafts without the tail) leaves the decisions set
     "accept-kernel-flags": (
         True,
         r"tl\.store\(state_ptr \+ req \* _STATE_WORDS, 0, mask=req_ok\)",
         "tl.store(state_ptr + req * _STATE_WORDS, 0, mask=req_ok & False)",
+        CLASSIC_TAILS["no-tail"],
     ),
     # stats_tail (one-hot drafts): the program adding the last decided bit leaves the flag set
     "tail-flag": (
@@ -327,11 +333,11 @@ def test_state_kept_is_caught(bug):
         discard_arrival_counters()
 
 
-def _state_words_after_call(module, config: dict) -> np.ndarray:
-    """[B, 3] the lazy state's words (flag, the tail's word, pick_poll's ready word, on a line of its own
-    past the B lines of the first two) of every request after one one-hot call of make_batch's (edge
-    cases included) by `module` with `config`."""
-    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=False)
+def _state_words_after_call(module, config: dict, classic: bool = False) -> np.ndarray:
+    """[B, 3] the lazy state's words (flag, the tail's word, the ready word of pick_poll / race_poll, on a
+    line of its own past the B lines of the first two) of every request after one one-hot (or classic)
+    call of make_batch's (edge cases included) by `module` with `config`."""
+    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
     state = stream_buffer(torch.device(DEVICE), "logits_lazy_state", 2 * BATCH * kl.STATE_WORDS, torch.int32,
                           zeroed=True)  # fmt: skip
     _lazy_call(module, case, config)
@@ -339,24 +345,35 @@ def _state_words_after_call(module, config: dict) -> np.ndarray:
     return np.concatenate([lines[0, :, :2], lines[1, :, :1]], axis=1)
 
 
-# pick_poll: the pick leaves a request's ready word set (the next call's pick would not wait for its emit)
-_READY_KEPT = (
-    r'tl\.atomic_xchg\(ready, 0, mask=req_ok, sem="relaxed"\)',
-    'tl.atomic_xchg(ready, 0, mask=req_ok & False, sem="relaxed")',
-)
+# the pick (pick_poll) or the race's last program (race_poll) leaves a request's ready word set (the next
+# call's pick or race would not wait for its emit)
+_READY_KEPT = {
+    "one-hot": (
+        r'tl\.atomic_xchg\(ready, 0, mask=req_ok, sem="relaxed"\)',
+        'tl.atomic_xchg(ready, 0, mask=req_ok & False, sem="relaxed")',
+    ),
+    "classic": (
+        r'tl\.atomic_xchg\(ready_word, 0, mask=req_ok, sem="relaxed"\)',
+        'tl.atomic_xchg(ready_word, 0, mask=req_ok & False, sem="relaxed")',
+    ),
+}
 
 
 @pytest.mark.parametrize("planted", [False, True], ids=["kernel", "ready-kept"])
-def test_pick_poll_leaves_the_state_zero(planted):
-    """With pick_poll (one-hot drafts, the tail) every request's emit sets its ready word and its pick
-    zeroes it: after a call the flag, the tail's word and the ready word are 0 for every request (a
-    ready word left set would let the next call's pick read that call's row j before its emit; under
-    the interpreter, where the pass ends before the pick starts, only this check sees it). The copy whose
-    pick leaves the ready word set must fail it."""
-    config = {**TILINGS["row-per-program"], "stats_lazy": True, "pick_poll": True}
-    module = patched_module("specsample.kernels.logits", [_READY_KEPT]) if planted else kl
+@pytest.mark.parametrize("drafts", ["one-hot", "classic"])
+def test_poll_leaves_the_state_zero(drafts, planted):
+    """With the tail's per-request waits (pick_poll for one-hot drafts, race_poll for classic ones) every
+    request's emit sets its ready word and its pick, or the last of its race programs, zeroes it: after a
+    call the flag, the tail's word and the ready word are 0 for every request (a ready word left set would
+    let the next call's pick or race read that call's row j before its emit; under the interpreter, where
+    the pass ends before the pick starts, only this check sees it). The copy that leaves the ready words
+    set must fail it."""
+    classic = drafts == "classic"
+    config = {**TILINGS["row-per-program"], "stats_lazy": True, "pick_poll": True, "race_poll": True,
+              "race_screen": True}  # fmt: skip
+    module = patched_module("specsample.kernels.logits", [_READY_KEPT[drafts]]) if planted else kl
     try:
-        words = _state_words_after_call(module, config)
+        words = _state_words_after_call(module, config, classic=classic)
     finally:
         discard_stream_buffers("logits_lazy_state")
     if planted:
@@ -382,29 +399,30 @@ def test_pick_poll_emits_release_every_ready_word(monkeypatch):
     assert not words[:, :2].any(), "the tail's flag and word are the pass's to clear"
 
 
-@pytest.mark.parametrize("classic_tail", [False, True], ids=["classic", "classic-tail"])
-def test_classic_tail_launches(monkeypatch, classic_tail):
-    """Classic drafts launch the stats pass, the accept kernel and the race; with classic_tail the stats pass
-    and the race alone, the race's screen (on everywhere under the interpreter, forced here for the GPU)
-    taking its threshold from the race programs (SHARED_TAU), since no accept kernel computes one."""
-    config = {
-        **TILINGS["row-per-program"],
-        "stats_lazy": True,
-        "race_screen": True,
-        "classic_tail": classic_tail,
-    }
+@pytest.mark.parametrize("tail", ["default", "no-tail", "no-poll"])
+def test_classic_tail_launches(monkeypatch, tail):
+    """Classic drafts (the classic tail, the default) launch the stats pass and the race alone, the race's
+    screen (on everywhere under the interpreter, forced here for the GPU) taking its threshold from the
+    race programs (SHARED_TAU), since no accept kernel computes one, the emitters releasing the ready
+    words (PICK_POLL) that the race waits on (POLL; with race_poll off, neither); without the tail, the
+    stats pass, the accept kernel and the race, which waits for the accept kernel's threshold."""
+    config = {**TILINGS["row-per-program"], "stats_lazy": True, "race_screen": True,
+              **({"default": {}, **CLASSIC_TAILS}[tail])}  # fmt: skip
     launched = []
     original = kl.launch_keyed
     monkeypatch.setattr(kl, "_REPEATS", kl.call_memo())  # a remembered call launches without launch_keyed
     monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: (
-        launched.append((key[0], meta.get("SHARED_TAU"), meta.get("TAIL"))),
+        launched.append((key[0], *(meta.get(k) for k in ("SHARED_TAU", "TAIL", "PICK_POLL", "POLL")))),
         original(kernel, grid, key, args, meta)))  # fmt: skip
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True)
     kl.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()}, _config=config)
-    if classic_tail:
-        assert launched == [("stats", None, True), ("race", True, None)], launched
+    poll = tail == "default"
+    if tail != "no-tail":
+        assert launched == [("stats", None, True, poll, None), ("race", True, None, None, poll)], launched
     else:
-        assert launched == [("stats", None, None), ("accept", None, None), ("race", False, None)], launched
+        expected = [("stats", None, None, None, None), ("accept", None, None, None, None),
+                    ("race", False, None, None, False)]  # fmt: skip
+        assert launched == expected, launched
 
 
 @pytest.mark.parametrize(("value", "lazy"), [("0", False), ("1", True), ("yes", None)])
@@ -505,8 +523,8 @@ def test_emit_position_is_fixed_once_and_for_all():
     [
         (16, False, {}, (0, 2)),  # one-hot drafts: the stats pass, then the pick
         (17, False, {}, (0, 1, 2)),  # the word holds 16 positions' bits: three launches past that
-        (5, True, {}, (0, 1, 2)),  # classic drafts keep the accept kernel and the race
-        (5, True, CLASSIC_TAIL, (0, 2)),  # unless classic_tail: the stats pass, then the race
+        (5, True, {}, (0, 2)),  # classic drafts (classic_tail): the stats pass, then the race
+        (5, True, CLASSIC_TAILS["no-tail"], (0, 1, 2)),  # without it the accept kernel and the race
         (17, True, CLASSIC_TAIL, (0, 1, 2)),
         (5, True, {**CLASSIC_TAIL, "stats_tail": False}, (0, 1, 2)),
         (5, False, {"stats_tail": False}, (0, 1, 2)),

@@ -13,10 +13,11 @@ These are exact comparisons, not statistical ones. The race programs here hold 4
 tokens (V = 4096, 16 groups), so that most tiles of most rows are skipped; with one tile per
 program (the interpreter's default chunking) nothing can be skipped.
 
-The threshold that tiles must reach comes from the accept kernel (race_tau "accept") or from what the
-request's other race programs have read (race_tau "shared"), which needs more
-than one race program per row (the 4-tile chunks: four per row), and under the interpreter, which runs
-them one after another, every program but the first screens with what the earlier ones published.
+The threshold that tiles must reach comes from the accept kernel (race_tau "accept", which needs the accept
+kernel: classic_tail off) or from what the request's other race programs have read (race_tau "shared", the
+default with the classic tail), which needs more than one race program per row (the 4-tile chunks: four per
+row), and under the interpreter, which runs them one after another, every program but the first screens
+with what the earlier ones published.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy log(0
 
 VOCAB = 4096
 BATCH = 600
-_ON = {"race_screen": True}  # explicit: the GPU's default screens only programs of >= 8 tiles
+# explicit: the GPU's default screens only programs of >= 8 tiles; the accept kernel's threshold (no classic
+# tail) but in "4-tiles-shared"
+_ON = {"race_screen": True, "classic_tail": False}
 SCREENED = {  # race programs of 16 tiles (the whole row) or 4, over 256-token tiles (one group each)
     "16-tiles": {**_ON, "stats_block": 256, "stats_tiles": 2, "race_block": 256, "race_tiles": 16},
     "4-tiles": {**_ON, "stats_block": 256, "stats_tiles": 2, "race_block": 256, "race_tiles": 4},
@@ -54,7 +57,7 @@ SCREENED = {  # race programs of 16 tiles (the whole row) or 4, over 256-token t
     "2-groups-per-tile": {**_ON, "stats_block": 64, "stats_tiles": 4, "race_block": 512, "race_tiles": 8},
 }
 _FOUR_TILES = SCREENED["4-tiles"]
-SCREENED["4-tiles-shared"] = {**_FOUR_TILES, "race_tau": "shared"}
+SCREENED["4-tiles-shared"] = {**_FOUR_TILES, "classic_tail": True}  # the default: the tail, shared threshold
 
 
 def _streamed(case: dict, config: dict) -> SampleResult:
@@ -212,12 +215,15 @@ def test_tau_keys_order_as_the_scores():
 
 
 def test_race_tau_must_be_known():
-    """An unknown race_tau is a ValueError naming the key, before any launch. classic_tail sets race_tau
-    "shared" (it leaves no accept kernel to compute the threshold), and an explicit "accept" beside it is a
-    ValueError too."""
+    """An unknown race_tau is a ValueError naming the key, before any launch. Its default is "shared" where
+    the classic tail applies (which leaves no accept kernel to compute the threshold) and "accept" where
+    it does not (classic_tail off, or K+1 > 16); an explicit "accept" where the tail applies is a
+    ValueError naming classic_tail."""
     with pytest.raises(ValueError, match="race_tau"):
         kl.launch_config(4, 3, 700, {"race_tau": "accept-kernel"})
-    assert kl.launch_config(4, 3, 700)["race_tau"] == "accept"
-    assert kl.launch_config(4, 3, 700, {"classic_tail": True})["race_tau"] == "shared"
+    assert kl.launch_config(4, 3, 700)["race_tau"] == "shared"
+    assert kl.launch_config(4, 3, 700, {"classic_tail": False})["race_tau"] == "accept"
+    assert kl.launch_config(4, 17, 700)["race_tau"] == "accept"
+    assert kl.launch_config(4, 3, 700, {"classic_tail": False, "race_tau": "shared"})["race_tau"] == "shared"
     with pytest.raises(ValueError, match="classic_tail"):
-        kl.launch_config(4, 3, 700, {"classic_tail": True, "race_tau": "accept"})
+        kl.launch_config(4, 3, 700, {"race_tau": "accept"})
