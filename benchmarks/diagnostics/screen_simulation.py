@@ -17,7 +17,10 @@ Two rules model race_tau "shared" (session 46), where each program publishes its
 and screens its later tiles with the largest published so far: "shared, all published" (every program's
 lead score known before any later tile: the best case) and "shared, earlier programs" (programs publish
 in a random order and each sees only those before it: the order carries no information, as when all
-programs start together and the atomics land in any order).
+programs start together and the atomics land in any order). A third, "shared, argmax group seeded"
+(session 47, not built) adds a seed that the classic tail's emitter could publish before the race
+starts: the score of the group holding row j's target argmax; then every tile, the lead tile too, is read
+only where its bound reaches the seed or what was published before it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ TEMPERATURE = 0.8
 
 
 def row_scores(rng, vocab: int):
-    """(bound, score) per group of one rejected benchmark-like row."""
+    """(bound, score) per group of one rejected benchmark-like row, and the group of its target argmax."""
     z = rng.normal(0.0, 3.0, vocab)
     d = z + rng.normal(0.0, 1.0, vocab)
     p = np.exp((z - z.max()) / TEMPERATURE)
@@ -45,7 +48,7 @@ def row_scores(rng, vocab: int):
     big_r = np.add.reduceat(np.maximum(p - q, 0.0), starts)
     log_e = np.log(rng.exponential(size=len(starts)))
     with np.errstate(divide="ignore"):
-        return np.log(big_p) - log_e, np.log(big_r) - log_e
+        return np.log(big_p) - log_e, np.log(big_r) - log_e, int(np.argmax(z)) // GROUP
 
 
 def thresholds(bound, score) -> dict:
@@ -99,10 +102,13 @@ def _program_tiles(bound, score, tiles: int):
     return out
 
 
-def tiles_read_shared(bound, score, tiles: int, rng, all_published: bool) -> tuple[int, int, int]:
+def tiles_read_shared(bound, score, tiles: int, rng, all_published: bool, seed: float | None = None
+                      ) -> tuple[int, int, int]:  # fmt: skip
     """tiles_read for race_tau "shared": each program reads its lead tile, then the tiles whose bound
     reaches max(its best, tau), tau the largest lead score of every program (all_published) or of the
-    programs before it in a random order."""
+    programs before it in a random order. With a `seed` (a score some group attains, published before
+    any program starts), tau is at least the seed, and the lead tile too is read only where its bound
+    reaches tau."""
     programs = _program_tiles(bound, score, tiles)
     lead_scores = np.array([ts[lead] if tb[lead] > -np.inf else -np.inf for tb, ts, lead in programs])
     order = rng.permutation(len(programs))
@@ -110,10 +116,11 @@ def tiles_read_shared(bound, score, tiles: int, rng, all_published: bool) -> tup
     for rank, c in enumerate(order):
         tb, ts, lead = programs[c]
         earlier = lead_scores if all_published else lead_scores[order[:rank]]
-        tau = earlier.max(initial=-np.inf)
+        tau = max(earlier.max(initial=-np.inf), -np.inf if seed is None else seed)
+        lead_tau = -np.inf if seed is None else tau
         best, count = -np.inf, 0
         for t in [lead] + [t for t in range(len(tb)) if t != lead]:
-            if tb[t] > -np.inf and tb[t] >= max(best, tau if t != lead else -np.inf):
+            if tb[t] > -np.inf and tb[t] >= max(best, tau if t != lead else lead_tau):
                 count += 1
                 best = max(best, ts[t])
         read, total, busy = read + count, total + len(tb), busy + (count > 0)
@@ -131,13 +138,15 @@ def main() -> None:
     sums = collections.defaultdict(lambda: np.zeros(4, dtype=np.int64))
     must, over_tau = [], []
     for _ in range(args.rows):
-        bound, score = row_scores(rng, args.vocab)
+        bound, score, top = row_scores(rng, args.vocab)
         taus = thresholds(bound, score)
         for rule, tau in taus.items():
             read, total, busy = tiles_read(bound, score, tau, args.tiles)
             sums[rule] += (read, total, busy, -(-len(bound) // (TILE // GROUP * args.tiles)))
-        for rule, every in (("shared, all published", True), ("shared, earlier programs", False)):
-            read, total, busy = tiles_read_shared(bound, score, args.tiles, rng, every)
+        shared = (("shared, all published", True, None), ("shared, earlier programs", False, None),
+                  ("shared, argmax group seeded", False, score[top]))  # fmt: skip
+        for rule, every, seed in shared:
+            read, total, busy = tiles_read_shared(bound, score, args.tiles, rng, every, seed)
             sums[rule] += (read, total, busy, -(-len(bound) // (TILE // GROUP * args.tiles)))
         must.append(int((bound >= score.max()).sum()))
         over_tau.append(int((bound >= taus["best-bound group of 4 segments"]).sum()))
