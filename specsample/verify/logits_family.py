@@ -171,6 +171,20 @@ def logits_cases():
         drafts = support[rng.integers(0, support.size, 2)]
         drafts[0] = int(np.argmax(lg[0]))
         out.append((name, lg, dl if classic else None, drafts, dtype))
+    # K + 1 = 17 positions, one past what the statistics pass decides itself (the kernel's tail holds a
+    # request's decisions in one word, K + 1 <= 16): longer chains take the lazy pass's screen and the
+    # accept kernel. Draft rows close to the target and a drafted id favoured by 3 nats keep the chain
+    # accepting, so the later positions are reached
+    for classic in (True, False):
+        name = f"logits_V9_K16_{'classic' if classic else 'onehot'}"
+        rng = case_rng(name)
+        k = 16
+        drafts = rng.integers(0, 9, k)
+        lg = rng.normal(0, 1.5, (k + 1, 9))
+        lg[np.arange(k), drafts] += 3.0
+        lg = round_to_dtype(lg, "float32")
+        dl = round_to_dtype(lg[:k] + rng.normal(0, 0.3, (k, 9)), "float32") if classic else None
+        out.append((name, lg, dl, drafts, "float32"))
     return out
 
 
