@@ -249,6 +249,7 @@ def stats_only(case, cfg):
         L._logits_stats_kernel[(triton.cdiv(batch * k_plus_1, cfg["stats_rows"]), nc1, 2 if has else 1)](
             lg, dl if has else lg, case["temperature"], lg, ws[0], ws[1], arg, ws[2], ws[3],
             parts[0], parts[1], arg, arg, arg, arg, arg,  # the lazy pass's pointers (LAZY off: unread)
+            arg, arg, arg, arg, arg, arg, arg,  # the tail's outputs and the threshold words (TAIL off: unread)
             batch, vocab, nc1, num_parts, *lg.stride(), *sd, 1, 0, 0, 0, 0, 0, K=k_plus_1 - 1,
             HAS_DRAFT_LOGITS=has,
             RAGGED=False,

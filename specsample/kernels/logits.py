@@ -584,6 +584,7 @@ def _stats_block(
     valid_ptr,  # [B] bool out (TAIL)
     row_f_ptr,  # [B, 6] fp32 out (TAIL): row j's statistics for the pick kernel (as _accept_block's)
     row_i_ptr,  # [B, 3] int32 out (TAIL): j, x_j, flags (as _accept_block's)
+    tau_ptr,  # [B * TAU_WORDS] int64 (SEED_TAU): each request's race threshold word, seeded by its emitter
     B, V, NC, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
     K: tl.constexpr,
@@ -601,6 +602,9 @@ def _stats_block(
     TAIL: tl.constexpr = False,  # LAZY: the decisions and outputs here (_tail_arrival)
     KP: tl.constexpr = 1,  # TAIL: next_pow2(K+1)
     PICK_POLL: tl.constexpr = False,  # TAIL: release each request's ready word (pick_poll, race_poll)
+    SEED_TAU: tl.constexpr = False,  # TAIL, classic: seed the race's threshold (race_tau "seeded")
+    GW: tl.constexpr = 256,  # SEED_TAU: the race's group width
+    FAST_LOG: tl.constexpr = False,  # SEED_TAU: the race's
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -658,8 +662,8 @@ def _stats_block(
             _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                           targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
                           row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr, seed_ptr, offset_ptr, B, V,
-                          NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K, KP, BLOCK_ROWS,
-                          NCB, PICK_POLL, HAS_DRAFT_LOGITS)  # fmt: skip
+                          NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tau_ptr, K, KP,
+                          BLOCK_ROWS, NCB, PICK_POLL, HAS_DRAFT_LOGITS, SEED_TAU, GW, FAST_LOG)  # fmt: skip
         elif K > 0:
             _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
                           offset_ptr, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tmax_ptr,
@@ -858,9 +862,10 @@ def _emit_position(word, n, K: tl.constexpr):
 def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                   targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
                   row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr, seed_ptr, offset_ptr, B, V, NC,
-                  st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, K: tl.constexpr,
+                  st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tau_ptr, K: tl.constexpr,
                   KP: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr, PICK_POLL: tl.constexpr,
-                  HAS_DRAFT_LOGITS: tl.constexpr):  # fmt: skip
+                  HAS_DRAFT_LOGITS: tl.constexpr, SEED_TAU: tl.constexpr = False, GW: tl.constexpr = 256,
+                  FAST_LOG: tl.constexpr = False):  # fmt: skip
     """TAIL (LAZY): the accept kernel's work done by the stats programs. The last of the programs of
     row (b, i) (any position, the bonus row too; NC of them, 2 NC with draft logits: the draft
     programs arrive too, bonus rows' included, which read nothing) decides draft i exactly
@@ -873,7 +878,8 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
     loads its request's draft ids as it arrives (x_row, what an emitter writes), beside the counter's
     round trip. One-hot drafts: `gathered` is what _draft_logits gathered as the program arrived;
     classic drafts (HAS_DRAFT_LOGITS): the last program gathers l_i(x_i), d_i(x_i) itself (x_i from
-    x_row) and also combines the draft row's statistics (dmax_ptr, dsum_ptr)."""
+    x_row) and also combines the draft row's statistics (dmax_ptr, dsum_ptr). SEED_TAU: the emitter also
+    seeds its request's race threshold (_seed_tau) before it releases the ready word."""
     live = sampled | greedy
     pos = tl.arange(0, KP).to(tl.int64)[None, :]
     x_row = tl.load(x_ptr + b[:, None] * sx_b + tl.minimum(pos, K - 1) * sx_k,
@@ -922,10 +928,14 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
         j, determined = _emit_position(after, n, K)
         emit = last & determined & ~was_determined
         if tl.max(emit.to(tl.int32), axis=0) > 0:
-            _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, big_md, log_sd, x_row,
-                       tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, tokens_ptr, num_accepted_ptr,
-                       fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, V, NC, K, KP, BLOCK_ROWS, NCB,
-                       HAS_DRAFT_LOGITS)  # fmt: skip
+            m_j, log_s_j, arg_j, m_dj, log_sd_j = _tail_emit(
+                b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, big_md, log_sd, x_row, tmax_ptr,
+                tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
+                row_f_ptr, row_i_ptr, V, NC, K, KP, BLOCK_ROWS, NCB, HAS_DRAFT_LOGITS)  # fmt: skip
+            if SEED_TAU:  # before the release below: a race program reads the word after its wait
+                _seed_tau(b, emit, j, n, sampled, inv_t, m_j, log_s_j, arg_j, m_dj, log_sd_j, t_ptr, d_ptr,
+                          seed_ptr, offset_ptr, tau_ptr, V, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b, K,
+                          GW, FAST_LOG)  # fmt: skip
             if PICK_POLL:  # the outputs and row_f / row_i stored (any thread), then the ready word released
                 tl.debug_barrier()
                 tl.atomic_xchg(_ready_word(state_ptr, B, b), 1, mask=emit, sem="release")
@@ -944,7 +954,7 @@ def _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, big_
     them (_store_emit; x_row [R, KP] the requests' draft ids), the pick's or the race's draw at j after
     this pass. Row j's statistics are this row's (big_m, log_s, arg; classic: its draft row's big_md,
     log_sd) where j = i, the common case (the prefix completes at its last row), else combined again
-    from the chunk statistics."""
+    from the chunk statistics. Returns row j's (big_m, log_s, arg, big_md, log_sd)."""
     other = emit & (j != i)
     if tl.max(other.to(tl.int32), axis=0) > 0:
         rk = (b * (K + 1) + j)[:, None]
@@ -962,6 +972,7 @@ def _tail_emit(b, i, emit, j, n, sampled, greedy, inv_t, big_m, log_s, arg, big_
     _store_emit(b, emit, j, n, x_row, pos, sampled, greedy, inv_t, big_m, log_s, arg, big_md, log_sd, V,
                 tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, K,
                 HAS_DRAFT_LOGITS)  # fmt: skip
+    return big_m, log_s, arg, big_md, log_sd
 
 
 @triton.jit
@@ -1615,6 +1626,38 @@ def _share_tau(tau_word, best, tau, publish):
 
 
 @triton.jit
+def _seed_tau(b, emit, j, n, sampled, inv_t, big_m, log_s, arg, big_md, log_sd, t_ptr, d_ptr, seed_ptr,
+              offset_ptr, tau_ptr, V, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b, K: tl.constexpr,
+              GW: tl.constexpr, FAST_LOG: tl.constexpr):  # fmt: skip
+    """SEED_TAU (race_tau "seeded", the classic tail's emitter, before it releases the ready word): the
+    score log R_g - log E_g of the group g holding row j's target argmax `arg`, read here (one group of
+    the target and draft rows), published into request b's word, so that every race program screens with
+    it from its first tile on. The race computes the same score of g from the same row statistics
+    (row_f: _store_emit's shift and norm of big_m, log_s, big_md, log_sd) with the same functions
+    (_screen_tile, _group_log_e), so the seed is a score some group of row j attains, as _share_tau's
+    are (a summation order apart, ~1e-7, inside _SCREEN_SLACK). Nothing is published where the row has no
+    residual to race (not sampled, j = n) or g has no residual mass."""
+    use_q = emit & sampled & (j < n)
+    if tl.max(use_q.to(tl.int32), axis=0) > 0:
+        shift_p, norm_p = _row_log2_stats(big_m, log_s)
+        shift_q, norm_q = _row_log2_stats(big_md, log_sd)
+        scale2 = inv_t * _LOG2E
+        t_row = t_ptr + (b * st_b + j * st_k)
+        d_row = d_ptr + (b * sd_b + tl.minimum(j, K - 1) * sd_k)
+        group = tl.where(use_q & (arg >= 0), arg // _GROUP, 0)[:, None]  # [R, 1]
+        cols = group[:, :, None] * _GROUP + tl.arange(0, GW).to(tl.int64)[None, None, :]  # [R, 1, GW]
+        live = use_q[:, None, None] & (cols < V)
+        no_x = j * 0 - 1  # (classic drafts: the residual does not depend on x_j)
+        tile_r = _screen_tile(t_row, d_row, cols, live, use_q, no_x, shift_p, norm_p, shift_q, norm_q, scale2,
+                              st_v, sd_v, FAST_LOG)  # fmt: skip
+        seed = tl.load(seed_ptr + b * ss_b, mask=use_q, other=0).to(tl.int64)
+        offset = tl.load(offset_ptr + b * so_b, mask=use_q, other=0).to(tl.int64)
+        score = tl.max(tile_r - _group_log_e(seed, offset, group, j, FAST_LOG), axis=1)  # [R]
+        tl.atomic_max(tau_ptr + b * _TAU_WORDS, _tau_key(score), mask=use_q & (score > _NEG_INF),
+                      sem="relaxed")  # fmt: skip
+
+
+@triton.jit
 def _screen_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q, norm_q, scale2, st_v, sd_v,
                  FAST_LOG: tl.constexpr):  # fmt: skip
     """log R_g [R, S] of the residual on the groups cols [R or 1, S, GW] of row j (the tokens `live`
@@ -1725,6 +1768,7 @@ def _race_block(
     PARTS: tl.constexpr = 1,
     SHARED_TAU: tl.constexpr = False,
     POLL: tl.constexpr = False,
+    SEEDED: tl.constexpr = False,  # SHARED_TAU: the words hold the emitters' seeds (_seed_tau) on entry
 ):  # fmt: skip
     # Classic drafts (one-hot drafts take _pick_in_groups): r_v = p_v - q_v where p_v > q_v,
     # p_v on the bonus row j = n; no residual mass: r = p (fallback).  Groups g of 256 tokens:
@@ -1742,7 +1786,9 @@ def _race_block(
     d_row = d_ptr + (req * sd_b + tl.minimum(j, K - 1) * sd_k)
     tau_word = tau_ptr + req * _TAU_WORDS
     if SCREEN:
-        if SHARED_TAU:  # nothing read yet: the request's word gives tau after this program's lead tile
+        if SEEDED:  # the emitter's seed, published before the ready word this program waited for
+            tau = _tau_score(tl.load(tau_word, mask=req_ok & use_q, other=0, cache_modifier=".cg"))
+        elif SHARED_TAU:  # nothing read yet: the request's word gives tau after this program's lead tile
             tau = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
         else:
             tau = tl.load(row_f_ptr + req * 6 + 5, mask=req_ok, other=float("-inf"))
@@ -1855,7 +1901,7 @@ def _race_merge(req, req_block, req_ok, seed, offset, j, x_j, sampled, rejected,
 def _logits_stats_kernel(
     t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr,  # see _stats_block
     gmax_ptr, gsum_ptr, x_ptr, seed_ptr, offset_ptr, state_ptr, cnt_ptr,
-    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr,
+    tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, tau_ptr,
     B, V, NC, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b,
     K: tl.constexpr,
@@ -1874,6 +1920,9 @@ def _logits_stats_kernel(
     TAIL: tl.constexpr = False,
     KP: tl.constexpr = 1,
     PICK_POLL: tl.constexpr = False,
+    SEED_TAU: tl.constexpr = False,
+    GW: tl.constexpr = 256,
+    FAST_LOG: tl.constexpr = False,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows. LAZY: the same programs on one axis,
@@ -1895,10 +1944,10 @@ def _logits_stats_kernel(
         side = tl.program_id(2)
     _stats_block(row_block, chunk, side > 0, t_ptr, d_ptr, temp_ptr, n_ptr, tmax_ptr, tsum_ptr, targ_ptr,
                  dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, x_ptr, seed_ptr, offset_ptr, state_ptr, cnt_ptr,
-                 tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, B, V, NC, NP,
-                 st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b, K,
+                 tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, tau_ptr, B, V,
+                 NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b, K,
                  HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, LAZY,
-                 NCB, RECHECK, TAIL, KP, PICK_POLL)  # fmt: skip
+                 NCB, RECHECK, TAIL, KP, PICK_POLL, SEED_TAU, GW, FAST_LOG)  # fmt: skip
 
 
 @triton.jit
@@ -1959,6 +2008,7 @@ def _logits_race_kernel(
     SHARED_TAU: tl.constexpr = False,
     POLL: tl.constexpr = False,  # after the classic tail (race_poll): wait per request, not per grid
     SPINS: tl.constexpr = 1,  # POLL: reads of a ready word before waiting for the whole pass instead
+    SEEDED: tl.constexpr = False,  # SHARED_TAU, after the classic tail: its emitters seeded the words
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each. PDL: launched
     # while the accept kernel runs (the stats pass, with classic_tail); everything here depends on it.
@@ -1975,7 +2025,7 @@ def _logits_race_kernel(
                 row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, ready, tokens_ptr, fallback_ptr,
                 valid_ptr, gmax_ptr, gsum_ptr, B, V, NC2, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
                 K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG, P_IN_MERGE, NCB2, SCREEN,
-                PARTS, SHARED_TAU, POLL)  # fmt: skip
+                PARTS, SHARED_TAU, POLL, SEEDED)  # fmt: skip
     if POLL:
         if PDL:
             gdc_wait()
@@ -2082,7 +2132,7 @@ def _wait_for_the_pass(waiting, PDL: tl.constexpr):
 
 
 _RACE_PROGRAMS = 2048  # race-pass programs (one warp each) wanted at least (~15 per SM)
-_RACE_TAUS = ("accept", "shared")  # launch_config's race_tau
+_RACE_TAUS = ("accept", "shared", "seeded")  # launch_config's race_tau
 _READY_SPINS = 1 << 14  # reads of a ready word (pick_poll, race_poll) before the wait for the whole pass
 
 
@@ -2283,7 +2333,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # request, before the race launches). "shared": no threshold in the accept kernel (one warp, as
     # for one-hot drafts); each race program publishes the best score of its first tile into its
     # request's word and screens with what the request's other programs published before it
-    # (_share_tau). The outputs are the same (tests/kernels/test_logits_screen.py). None (the default):
+    # (_share_tau). "seeded" (the classic tail only): "shared", and each request's emitter first publishes
+    # the score of the group holding row j's target argmax (_seed_tau, one group read), so that the race
+    # programs screen from their first tile on (benchmarks/diagnostics/screen_simulation.py: 1.7% of the
+    # tiles read at (64, 4, 151936) against 13.4% unseeded). The outputs are the same
+    # (tests/kernels/test_logits_screen.py). None (the default):
     # "shared" where the classic tail applies (no accept kernel is left to compute the threshold),
     # "accept" elsewhere (H200 run 253: "shared" with the accept kernel was 1.3-3.6 µs slower); an
     # override of "accept" where the classic tail applies is a ValueError (set classic_tail False).
@@ -2322,8 +2376,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     if cfg["race_tau"] not in _RACE_TAUS:
         _fail(ValueError, "config['race_tau']", f"one of {_RACE_TAUS}", cfg["race_tau"])
     if classic_tail and cfg["race_tau"] == "accept":
-        _fail(ValueError, "config['race_tau'] with classic_tail", "'shared' (no accept kernel computes a "
-              "threshold; set classic_tail False for the accept kernel's)", "accept")  # fmt: skip
+        _fail(ValueError, "config['race_tau'] with classic_tail", "'shared' or 'seeded' (no accept kernel "
+              "computes a threshold; set classic_tail False for the accept kernel's)", "accept")  # fmt: skip
+    if not classic_tail and cfg["race_tau"] == "seeded":
+        _fail(ValueError, "config['race_tau'] 'seeded'", "the classic tail (its emitters seed the threshold: "
+              "stats_lazy, stats_tail and classic_tail on, K+1 <= 16)", "seeded")  # fmt: skip
     slab_parts = cfg["pick_slab_parts"]
     if slab_parts < 1 or slab_parts & (slab_parts - 1):
         _fail(ValueError, "config['pick_slab_parts']", "a power of two >= 1", slab_parts)
@@ -2444,7 +2501,9 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     tail = _tail_applies(cfg, k_plus_1, has_draft)
     # the screen's threshold from the race programs themselves (race_tau "shared", which classic_tail sets),
     # else from the accept kernel's _screen_threshold
-    shared_tau = screen and cfg["race_tau"] == "shared"
+    shared_tau = screen and cfg["race_tau"] in ("shared", "seeded")
+    # race_tau "seeded": the classic tail's emitters publish a first score into the words (_seed_tau)
+    seeded = shared_tau and tail and cfg["race_tau"] == "seeded"
     threshold = screen and not shared_tau
     race_groups = cfg["race_block"] // min(GROUP_TOKENS, cfg["race_block"])  # groups per race tile
     race_slots = next_pow2(cfg["race_tiles"])
@@ -2511,6 +2570,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     spins = 1 if interpreting() else _READY_SPINS
     # the emitters release the ready words that the pick (pick_poll) or the race (race_poll) waits on
     tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1), PICK_POLL=pick_poll or race_poll) if tail else {}
+    if seeded:
+        tail_meta.update(SEED_TAU=True, GW=race_gw, FAST_LOG=cfg["fast_log"])
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
                       PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
@@ -2541,7 +2602,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                      GW=race_gw, TILES_P2=race_slots,
                      FAST_LOG=cfg["fast_log"], P_IN_MERGE=bool(cfg["race_p_in_merge"]) and not screen,
                      NCB2=min(next_pow2(nc2), 64), SCREEN=screen, PARTS=parts, SHARED_TAU=shared_tau,
-                     POLL=race_poll, SPINS=spins, num_warps=cfg["race_warps"], **later)  # fmt: skip
+                     POLL=race_poll, SPINS=spins, SEEDED=seeded, num_warps=cfg["race_warps"],
+                     **later)  # fmt: skip
     race_grid = (race_blocks, nc2)
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups
         pick_rows = _rows_within_tile(cfg["race_rows"], slab * parts)
@@ -2620,8 +2682,8 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
     x_arg = x if lg.shape[1] > 1 else tokens
     n_arg = n if n is not None else tokens
     stats = (lg, d_arg, temperature, n_arg, tmax, tsum, targ, dmax, dsum, gmax, gsum, x_arg, seeds, offsets,
-             state, stats_arrivals, tokens, num_accepted, fallback, valid, row_f, row_i, batch, vocab, nc1,
-             num_parts, *st, *sd, s_temp, sn, *sx, s_seed, s_offset)  # fmt: skip
+             state, stats_arrivals, tokens, num_accepted, fallback, valid, row_f, row_i, race_tau, batch,
+             vocab, nc1, num_parts, *st, *sd, s_temp, sn, *sx, s_seed, s_offset)  # fmt: skip
     accept = (lg, d_arg, x_arg, temperature, n_arg, seeds, offsets, tmax, tsum, targ, dmax, dsum, row_f,
               row_i, tokens, num_accepted, fallback, valid, gmax, gsum, state, batch, vocab, nc1, num_parts,
               num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset)  # fmt: skip

@@ -65,8 +65,12 @@ def _chunk_maxima(case: dict, config: dict) -> np.ndarray:
 
 
 def _eager(case: dict, config: dict) -> tuple:
+    """The eager pass's outputs (numpy) under `config`; race_tau "seeded", which the eager pass has no tail
+    to seed, becomes its default there."""
+    seeded = config.get("race_tau") == "seeded"
     res = kl.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()},
-                                     _config={**config, "stats_lazy": False})  # fmt: skip
+                                     _config={**config, "stats_lazy": False,
+                                              **({"race_tau": None} if seeded else {})})  # fmt: skip
     return tuple(t.cpu().numpy() for t in res)
 
 
@@ -98,8 +102,12 @@ TAILS = {"no-tail": {"stats_tail": False}, "no-poll": {"pick_poll": False}}
 # "shared"), each race program waiting for its own request's emit (race_poll)
 CLASSIC_TAIL = {"classic_tail": True}
 # classic drafts' paths other than the default: the accept kernel after the pass (no tail); the tail with
-# the race waiting for the whole pass (race_poll off)
-CLASSIC_TAILS = {"no-tail": {"classic_tail": False}, "no-poll": {"race_poll": False}}
+# the race waiting for the whole pass (race_poll off); the tail's emitters seeding the race's threshold
+CLASSIC_TAILS = {
+    "no-tail": {"classic_tail": False},
+    "no-poll": {"race_poll": False},
+    "seeded": {"race_tau": "seeded"},
+}
 # (tiling, dtype, classic, extra config): the default (recheck; one-hot drafts: stats_tail) in every
 # combination, one case without recheck, and one-hot drafts without the tail in every tiling and dtype
 LAZY_CASES = (

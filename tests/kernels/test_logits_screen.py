@@ -58,6 +58,10 @@ SCREENED = {  # race programs of 16 tiles (the whole row) or 4, over 256-token t
 }
 _FOUR_TILES = SCREENED["4-tiles"]
 SCREENED["4-tiles-shared"] = {**_FOUR_TILES, "classic_tail": True}  # the default: the tail, shared threshold
+# race_tau "seeded": the tail's emitter seeds the shared threshold; with 16-tile programs (one per row) the
+# seed is all a program screens its first tile with
+SCREENED["4-tiles-seeded"] = {**SCREENED["4-tiles-shared"], "race_tau": "seeded"}
+SCREENED["16-tiles-seeded"] = {**SCREENED["16-tiles"], "classic_tail": True, "race_tau": "seeded"}
 
 
 def _streamed(case: dict, config: dict) -> SampleResult:
@@ -126,8 +130,18 @@ OVERTIGHT = {  # planted bugs: screens that skip groups which could still win
         r"tl\.atomic_max\(tau_word, _tau_key\(best\)",
         "tl.atomic_max(tau_word, _tau_key(best + 2.0)",
     ),
+    # race_tau "seeded": the emitter's seed 2 nats above the argmax group's score
+    "seed-high": (
+        r"score = tl\.max\(tile_r - _group_log_e\(seed, offset, group, j, FAST_LOG\), axis=1\)",
+        "score = tl.max(tile_r - _group_log_e(seed, offset, group, j, FAST_LOG), axis=1) + 2.0",
+    ),
 }
-_OVERTIGHT_CONFIG = {"bound-low": "16-tiles", "threshold-high": "16-tiles", "shared-high": "4-tiles-shared"}
+_OVERTIGHT_CONFIG = {
+    "bound-low": "16-tiles",
+    "threshold-high": "16-tiles",
+    "shared-high": "4-tiles-shared",
+    "seed-high": "16-tiles-seeded",
+}
 
 
 @pytest.mark.parametrize("bug", sorted(OVERTIGHT))
@@ -155,19 +169,23 @@ _TAU_KEPT = (
 )
 
 
-@pytest.mark.parametrize("planted", [False, True], ids=["kernel", "tau-kept"])
-def test_shared_tau_words_are_zero_after_a_call(planted):
-    """race_tau "shared": after a call every request's word is 0 again ("nothing read yet"), as the next
-    call needs it: a word left at this call's score would screen the next call's rows with it (outputs
-    wrong wherever its winner scores lower). The copy whose last program leaves the words must fail it,
-    with some residual-race row's word set."""
+@pytest.mark.parametrize(
+    "planted, chunking",
+    [(False, "4-tiles-shared"), (False, "16-tiles-seeded"), (True, "4-tiles-shared")],
+    ids=["kernel", "kernel-seeded", "tau-kept"],
+)
+def test_shared_tau_words_are_zero_after_a_call(planted, chunking):
+    """race_tau "shared" and "seeded": after a call every request's word is 0 again ("nothing read yet"),
+    as the next call needs it: a word left at this call's score would screen the next call's rows with it
+    (outputs wrong wherever its winner scores lower). The copy whose last program leaves the words must fail
+    it, with some residual-race row's word set."""
     module = patched_module("specsample.kernels.logits", [_TAU_KEPT]) if planted else kl
     case = make_batch(current_test_seed(), BATCH, 2, VOCAB, classic=True, ragged=False)
     words = stream_buffer(torch.device(DEVICE), "logits_race_tau", BATCH * kl.TAU_WORDS, torch.int64,
                           zeroed=True)  # fmt: skip
     try:
         res = module.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()},
-                                             _config=SCREENED["4-tiles-shared"])  # fmt: skip
+                                             _config=SCREENED[chunking])  # fmt: skip
         kept = words[: BATCH * kl.TAU_WORDS].view(BATCH, kl.TAU_WORDS).cpu().numpy()
     finally:
         discard_arrival_counters()
@@ -218,7 +236,7 @@ def test_race_tau_must_be_known():
     """An unknown race_tau is a ValueError naming the key, before any launch. Its default is "shared" where
     the classic tail applies (which leaves no accept kernel to compute the threshold) and "accept" where
     it does not (classic_tail off, or K+1 > 16); an explicit "accept" where the tail applies is a
-    ValueError naming classic_tail."""
+    ValueError naming classic_tail; "seeded" needs the classic tail, whose emitters seed the threshold."""
     with pytest.raises(ValueError, match="race_tau"):
         kl.launch_config(4, 3, 700, {"race_tau": "accept-kernel"})
     assert kl.launch_config(4, 3, 700)["race_tau"] == "shared"
@@ -227,3 +245,9 @@ def test_race_tau_must_be_known():
     assert kl.launch_config(4, 3, 700, {"classic_tail": False, "race_tau": "shared"})["race_tau"] == "shared"
     with pytest.raises(ValueError, match="classic_tail"):
         kl.launch_config(4, 3, 700, {"race_tau": "accept"})
+    assert kl.launch_config(4, 3, 700, {"race_tau": "seeded"})["race_tau"] == "seeded"
+    for no_tail in ({"classic_tail": False}, {"stats_tail": False}, {"stats_lazy": False}):
+        with pytest.raises(ValueError, match="seeded"):  # no emitter to seed it
+            kl.launch_config(4, 3, 700, {**no_tail, "race_tau": "seeded"})
+    with pytest.raises(ValueError, match="seeded"):  # K+1 > 16: no tail
+        kl.launch_config(4, 17, 700, {"race_tau": "seeded"})
