@@ -1786,8 +1786,9 @@ def _race_block(
     d_row = d_ptr + (req * sd_b + tl.minimum(j, K - 1) * sd_k)
     tau_word = tau_ptr + req * _TAU_WORDS
     if SCREEN:
-        if SEEDED:  # the emitter's seed, published before the ready word this program waited for
-            tau = _tau_score(tl.load(tau_word, mask=req_ok & use_q, other=0, cache_modifier=".cg"))
+        if SEEDED:  # the emitter's seed, published before the ready word this program waited for (masked
+            # by req_ok alone, so the load need not wait for row_i's flags: tau screens use_q rows only)
+            tau = _tau_score(tl.load(tau_word, mask=req_ok, other=0, cache_modifier=".cg"))
         elif SHARED_TAU:  # nothing read yet: the request's word gives tau after this program's lead tile
             tau = tl.full((BLOCK_ROWS,), _NEG_INF, tl.float32)
         else:
