@@ -1258,6 +1258,21 @@ _SCREEN_CANDIDATES: tl.constexpr = tl.constexpr(4)  # groups of row j _screen_th
 
 
 @triton.jit
+def _group_scores(t_row, d_row, groups, ok, use_q, j, seed, offset, shift_p, norm_p, shift_q, norm_q, scale2,
+                  V, st_v, sd_v, GW: tl.constexpr, FAST_LOG: tl.constexpr):  # fmt: skip
+    """Classic drafts: the race's score log R_g - log E_g [R, S] of the groups `groups` [R, S] of row j
+    (_screened_race's, from the same functions and row statistics), read here; -inf where not `ok`.
+    What a threshold taken from them needs: a score that some group of row j attains
+    (_screen_threshold, _seed_tau)."""
+    cols = groups[:, :, None] * _GROUP + tl.arange(0, GW).to(tl.int64)[None, None, :]  # [R, S, GW]
+    live = ok[:, :, None] & (cols < V)
+    no_x = j * 0 - 1  # (classic drafts: the residual does not depend on x_j)
+    tile_r = _screen_tile(t_row, d_row, cols, live, use_q, no_x, shift_p, norm_p, shift_q, norm_q, scale2,
+                          st_v, sd_v, FAST_LOG)  # fmt: skip
+    return tl.where(ok, tile_r - _group_log_e(seed, offset, groups, j, FAST_LOG), _NEG_INF)
+
+
+@triton.jit
 def _screen_threshold(req, t_ptr, d_ptr, gmax_ptr, gsum_ptr, seed, offset, j, use_q, shift_p, norm_p, shift_q,
                       norm_q, scale2, V, NP, NGR, st_b, st_k, st_v, sd_b, sd_k, sd_v, K: tl.constexpr,
                       BLOCK_ROWS: tl.constexpr, GB: tl.constexpr, PARTS: tl.constexpr, GW: tl.constexpr,
@@ -1275,7 +1290,6 @@ def _screen_threshold(req, t_ptr, d_ptr, gmax_ptr, gsum_ptr, seed, offset, j, us
         row = (req * (K + 1) + j) * NP
         t_row = t_ptr + (req * st_b + j * st_k)
         d_row = d_ptr + (req * sd_b + tl.minimum(j, K - 1) * sd_k)
-        lane = tl.arange(0, GW).to(tl.int64)[None, None, :]
         for first in range(0, NGR, GB):
             groups = first + tl.arange(0, GB).to(tl.int64)[None, :] + req[:, None] * 0  # [R, GB]
             ok = use_q[:, None] & (groups < NGR)
@@ -1287,12 +1301,9 @@ def _screen_threshold(req, t_ptr, d_ptr, gmax_ptr, gsum_ptr, seed, offset, j, us
             top = tl.max(bound, axis=2)  # [R, NS]
             cand = tl.min(tl.where(bound == top[:, :, None], seg, 2147483647), axis=2)  # [R, NS]
             cand = tl.where(top > _NEG_INF, cand, 0)
-            cols = cand[:, :, None] * _GROUP + lane  # [R, NS, GW]
-            live = (use_q[:, None] & (top > _NEG_INF))[:, :, None] & (cols < V)
-            no_x = j * 0 - 1  # (classic drafts: the residual does not depend on x_j)
-            tile_r = _screen_tile(t_row, d_row, cols, live, use_q, no_x, shift_p, norm_p, shift_q, norm_q,
-                                  scale2, st_v, sd_v, FAST_LOG)  # fmt: skip
-            score = tl.where(top > _NEG_INF, tile_r - _group_log_e(seed, offset, cand, j, FAST_LOG), _NEG_INF)
+            score = _group_scores(t_row, d_row, cand, use_q[:, None] & (top > _NEG_INF), use_q, j, seed,
+                                  offset, shift_p, norm_p, shift_q, norm_q, scale2, V, st_v, sd_v, GW,
+                                  FAST_LOG)  # fmt: skip
             tau = tl.maximum(tau, tl.max(score, axis=1))
     return tau
 
@@ -1634,7 +1645,7 @@ def _seed_tau(b, emit, j, n, sampled, inv_t, big_m, log_s, arg, big_md, log_sd, 
     the target and draft rows), published into request b's word, so that every race program screens with
     it from its first tile on. The race computes the same score of g from the same row statistics
     (row_f: _store_emit's shift and norm of big_m, log_s, big_md, log_sd) with the same functions
-    (_screen_tile, _group_log_e), so the seed is a score some group of row j attains, as _share_tau's
+    (_group_scores), so the seed is a score some group of row j attains, as _share_tau's
     are (a summation order apart, ~1e-7, inside _SCREEN_SLACK). Nothing is published where the row has no
     residual to race (not sampled, j = n) or g has no residual mass."""
     use_q = emit & sampled & (j < n)
@@ -1644,15 +1655,13 @@ def _seed_tau(b, emit, j, n, sampled, inv_t, big_m, log_s, arg, big_md, log_sd, 
         scale2 = inv_t * _LOG2E
         t_row = t_ptr + (b * st_b + j * st_k)
         d_row = d_ptr + (b * sd_b + tl.minimum(j, K - 1) * sd_k)
-        group = tl.where(use_q & (arg >= 0), arg // _GROUP, 0)[:, None]  # [R, 1]
-        cols = group[:, :, None] * _GROUP + tl.arange(0, GW).to(tl.int64)[None, None, :]  # [R, 1, GW]
-        live = use_q[:, None, None] & (cols < V)
-        no_x = j * 0 - 1  # (classic drafts: the residual does not depend on x_j)
-        tile_r = _screen_tile(t_row, d_row, cols, live, use_q, no_x, shift_p, norm_p, shift_q, norm_q, scale2,
-                              st_v, sd_v, FAST_LOG)  # fmt: skip
+        ok = use_q & (arg >= 0)
+        group = tl.where(ok, arg // _GROUP, 0)[:, None]  # [R, 1]
         seed = tl.load(seed_ptr + b * ss_b, mask=use_q, other=0).to(tl.int64)
         offset = tl.load(offset_ptr + b * so_b, mask=use_q, other=0).to(tl.int64)
-        score = tl.max(tile_r - _group_log_e(seed, offset, group, j, FAST_LOG), axis=1)  # [R]
+        score = tl.max(_group_scores(t_row, d_row, group, ok[:, None], use_q, j, seed, offset, shift_p,
+                                     norm_p, shift_q, norm_q, scale2, V, st_v, sd_v, GW, FAST_LOG),
+                       axis=1)  # fmt: skip
         tl.atomic_max(tau_ptr + b * _TAU_WORDS, _tau_key(score), mask=use_q & (score > _NEG_INF),
                       sem="relaxed")  # fmt: skip
 
@@ -2504,7 +2513,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # else from the accept kernel's _screen_threshold
     shared_tau = screen and cfg["race_tau"] in ("shared", "seeded")
     # race_tau "seeded": the classic tail's emitters publish a first score into the words (_seed_tau)
-    seeded = shared_tau and tail and cfg["race_tau"] == "seeded"
+    seeded = shared_tau and cfg["race_tau"] == "seeded"  # (_config: only where the classic tail applies)
     threshold = screen and not shared_tau
     race_groups = cfg["race_block"] // min(GROUP_TOKENS, cfg["race_block"])  # groups per race tile
     race_slots = next_pow2(cfg["race_tiles"])

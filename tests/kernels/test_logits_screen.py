@@ -132,8 +132,8 @@ OVERTIGHT = {  # planted bugs: screens that skip groups which could still win
     ),
     # race_tau "seeded": the emitter's seed 2 nats above the argmax group's score
     "seed-high": (
-        r"score = tl\.max\(tile_r - _group_log_e\(seed, offset, group, j, FAST_LOG\), axis=1\)",
-        "score = tl.max(tile_r - _group_log_e(seed, offset, group, j, FAST_LOG), axis=1) + 2.0",
+        r"_tau_key\(score\), mask=use_q & \(score > _NEG_INF\)",
+        "_tau_key(score + 2.0), mask=use_q & (score > _NEG_INF)",
     ),
 }
 _OVERTIGHT_CONFIG = {
