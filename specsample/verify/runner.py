@@ -169,10 +169,7 @@ def certify_sampler_family(
             sampler, budget, only=only, case_filter=case_filter, salt=salt, progress=progress, laws=laws
         )
     if family == "logits":
-        recs = L.certify_logits(sampler, budget, salt=salt, only=only, laws=laws)
-        for r in recs:
-            _tick(progress, r)
-        return recs
+        return L.certify_logits(sampler, budget, salt=salt, only=only, laws=laws, progress=progress)
     raise ValueError(f"family: expected chain, gumbel or logits, got {family!r}")
 
 

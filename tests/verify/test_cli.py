@@ -84,6 +84,25 @@ def test_max_seconds_stops_between_certificates_and_exits_3(tmp_path, capsys):
     assert len(json.loads((tmp_path / "certificates.json").read_text())["certificates"]) > 1
 
 
+def test_max_seconds_stops_the_logits_family_between_certificates(tmp_path, monkeypatch):
+    """The logits family hands each certificate to the run as it finishes, so --max-seconds stops the
+    family after its first certificate and the partial report streams it then. (It handed them over
+    only after its last: GPU run 257's verify wrote no certificate in 330 s and ran past its
+    --max-seconds.) Counted by the certificates actually run, not those reported."""
+    import specsample.verify.logits_family as L
+
+    ran = []
+    run = L._run
+    monkeypatch.setattr(L, "_run", lambda law, *rest: (ran.append(law), run(law, *rest))[1])
+    rc = _verify(
+        "--adapter", "reference", "--family", "logits", "--max-seconds", "0", "--report", str(tmp_path)
+    )
+    assert rc == 3
+    assert len(ran) == 1, f"{len(ran)} logits certificates ran after the limit had passed: {ran}"
+    certs = json.loads((tmp_path / "certificates.json").read_text())["certificates"]
+    assert len(certs) == 1 and len((tmp_path / "certificates.partial.jsonl").read_text().splitlines()) == 1
+
+
 def test_cpu_run_in_a_process_that_imported_triton_leaves_triton_interpret_unset(monkeypatch):
     """`triton.jit` reads TRITON_INTERPRET as each kernel is decorated, so a main() that set it in a
     GPU test session turned every kernel module loaded afterwards (the verify tests' module copies)
