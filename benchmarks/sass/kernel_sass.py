@@ -107,9 +107,9 @@ def compile_kernel(
         divisible = ("st_b", "st_k", "sd_b", "sd_k", "V")
         const = dict(K=4, KP=8, HAS_DRAFT_LOGITS=True, RAGGED=False, BLOCK_ROWS=1, BLOCK_V=block_v,
                      TILES=tiles, st_v=1, sd_v=1, LANE_I32=False, FAST_LOG=False, GW=min(256, block_v),
-                     TILES_P2=1 << max(0, tiles - 1).bit_length(), PREFETCH=0, NCB2=64, P_IN_MERGE=0,
-                     LAZY=0, NCB=64, TAIL=0, SCREEN=0, GB=4, PARTS=1, PDL=0, POLL=0, PICK_POLL=0,
-                     SHARED_TAU=0, SEED_TAU=0, SEEDED=0, SPINS=1 << 14, SPIN_SLEEP=0)  # fmt: skip
+                     TILES_P2=1 << max(0, tiles - 1).bit_length(), PREFETCH=0, NCB2=64,
+                     P_IN_MERGE=0, LAZY=0, NCB=64, TAIL=0, SCREEN=0, GB=4, PARTS=1, PDL=0, POLL=0,
+                     PICK_POLL=0, SHARED_TAU=0, SEED_TAU=0, SEEDED=0, SPINS=1 << 14)  # fmt: skip
         const = {k: v for k, v in const.items() if k in inspect.signature(fn.fn).parameters}
     const.update(flags)
     params = list(inspect.signature(fn.fn).parameters)

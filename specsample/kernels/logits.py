@@ -2019,7 +2019,6 @@ def _logits_race_kernel(
     POLL: tl.constexpr = False,  # after the classic tail (race_poll): wait per request, not per grid
     SPINS: tl.constexpr = 1,  # POLL: reads of a ready word before waiting for the whole pass instead
     SEEDED: tl.constexpr = False,  # SHARED_TAU, after the classic tail: its emitters seeded the words
-    SPIN_SLEEP: tl.constexpr = 0,  # POLL: ns of nanosleep between reads of a ready word (race_poll_sleep)
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each. PDL: launched
     # while the accept kernel runs (the stats pass, with classic_tail); everything here depends on it.
@@ -2029,7 +2028,7 @@ def _logits_race_kernel(
     req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     ready = _ready_word(state_ptr, B, req)
     if POLL:
-        _spin_ready(ready, req < B, SPINS, PDL, SPIN_SLEEP)
+        _spin_ready(ready, req < B, SPINS, PDL)
     elif PDL:
         gdc_wait()
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr,
@@ -2094,25 +2093,17 @@ def _logits_pick_kernel(
 
 
 @triton.jit
-def _spin_ready(ready_ptr, ok, SPINS: tl.constexpr, PDL: tl.constexpr, SLEEP: tl.constexpr = 0):
+def _spin_ready(ready_ptr, ok, SPINS: tl.constexpr, PDL: tl.constexpr):
     """POLL (the classic race, ~38 programs per request at bf16 (64, 4, 151936)): _wait_ready with plain
     volatile loads for the spin, so the waiting programs do not queue atomics on the word the emitter
     releases, then one acquiring read of the word (which reads the emitter's release where it was seen:
     nothing else writes it before every program of the block has arrived) and a CTA barrier. At most
-    SPINS reads, then the wait for the whole pass, as _wait_ready. SLEEP > 0 (race_poll_sleep, GPU only):
-    a nanosleep of about SLEEP ns after every read that still finds a request waiting, so that the
-    spinning warps leave issue slots and memory requests to the statistics pass beside them."""
+    SPINS reads, then the wait for the whole pass, as _wait_ready."""
     waiting = ok
     spins = 0
     while (tl.max(waiting.to(tl.int32), axis=0) > 0) & (spins < SPINS):
         seen = tl.load(ready_ptr, mask=waiting, other=1, volatile=True)
         waiting = waiting & (seen == 0)
-        if SLEEP > 0 and _HW_LOG:
-            if tl.max(waiting.to(tl.int32), axis=0) > 0:
-                # not pure: kept although its result is unused (the sleep is its effect)
-                tl.inline_asm_elementwise("nanosleep.u32 $1; mov.b32 $0, $1;", "=r,r",
-                                          [tl.full([1], SLEEP, tl.int32)], dtype=tl.int32, is_pure=False,
-                                          pack=1)  # fmt: skip
         spins += 1
     tl.atomic_add(ready_ptr, 0, mask=ok, sem="acquire")
     _wait_for_the_pass(waiting, PDL)
@@ -2153,7 +2144,6 @@ def _wait_for_the_pass(waiting, PDL: tl.constexpr):
 _RACE_PROGRAMS = 2048  # race-pass programs (one warp each) wanted at least (~15 per SM)
 _RACE_TAUS = ("accept", "shared", "seeded")  # launch_config's race_tau
 _READY_SPINS = 1 << 14  # reads of a ready word (pick_poll, race_poll) before the wait for the whole pass
-_MAX_SPIN_SLEEP = 1 << 16  # race_poll_sleep's ns at most: SPINS reads then take ~1 s at worst, not hours
 
 
 def _race_tiles(batch: int, vocab: int, race_block: int) -> int:
@@ -2362,12 +2352,6 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # "accept" elsewhere (H200 run 253: "shared" with the accept kernel was 1.3-3.6 µs slower); an
     # override of "accept" where the classic tail applies is a ValueError (set classic_tail False).
     cfg["race_tau"] = None
-    # race_poll_sleep (race_poll, GPU): ns of nanosleep between a race program's reads of its ready word.
-    # 0 (the default): back-to-back reads. Every draft accepted at classic bf16 (128, 8, 128256), ~2,000
-    # race programs spin beside the pass's last wave, whose emits come at its end, and race_poll was 1.2%
-    # slower there (H200 run 254); a sleeping spin leaves the pass its issue slots and memory requests,
-    # for up to that many ns more between a release and the race programs seeing it. Opt-in, not timed.
-    cfg["race_poll_sleep"] = 0
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -2407,9 +2391,6 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     if not classic_tail and cfg["race_tau"] == "seeded":
         _fail(ValueError, "config['race_tau'] 'seeded'", "the classic tail (its emitters seed the threshold: "
               "stats_lazy, stats_tail and classic_tail on, K+1 <= 16)", "seeded")  # fmt: skip
-    sleep = cfg["race_poll_sleep"]
-    if isinstance(sleep, bool) or not isinstance(sleep, int) or not 0 <= sleep <= _MAX_SPIN_SLEEP:
-        _fail(ValueError, "config['race_poll_sleep']", f"an int of ns in [0, {_MAX_SPIN_SLEEP}]", sleep)
     slab_parts = cfg["pick_slab_parts"]
     if slab_parts < 1 or slab_parts & (slab_parts - 1):
         _fail(ValueError, "config['pick_slab_parts']", "a power of two >= 1", slab_parts)
@@ -2631,8 +2612,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                      GW=race_gw, TILES_P2=race_slots,
                      FAST_LOG=cfg["fast_log"], P_IN_MERGE=bool(cfg["race_p_in_merge"]) and not screen,
                      NCB2=min(next_pow2(nc2), 64), SCREEN=screen, PARTS=parts, SHARED_TAU=shared_tau,
-                     POLL=race_poll, SPINS=spins, SEEDED=seeded, SPIN_SLEEP=cfg["race_poll_sleep"],
-                     num_warps=cfg["race_warps"],
+                     POLL=race_poll, SPINS=spins, SEEDED=seeded, num_warps=cfg["race_warps"],
                      **later)  # fmt: skip
     race_grid = (race_blocks, nc2)
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups

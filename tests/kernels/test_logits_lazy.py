@@ -102,14 +102,11 @@ TAILS = {"no-tail": {"stats_tail": False}, "no-poll": {"pick_poll": False}}
 # "shared"), each race program waiting for its own request's emit (race_poll)
 CLASSIC_TAIL = {"classic_tail": True}
 # classic drafts' paths other than the default: the accept kernel after the pass (no tail); the tail with
-# the race waiting for the whole pass (race_poll off); the tail's emitters seeding the race's threshold; on
-# the GPU, the race's spin sleeping between reads of its ready word (race_poll_sleep: a nanosleep there,
-# compiled out under the interpreter, where that case would be the default's again)
+# the race waiting for the whole pass (race_poll off); the tail's emitters seeding the race's threshold
 CLASSIC_TAILS = {
     "no-tail": {"classic_tail": False},
     "no-poll": {"race_poll": False},
     "seeded": {"race_tau": "seeded"},
-    **({} if interpreting() else {"sleep": {"race_poll_sleep": 256}}),
 }
 # (tiling, dtype, classic, extra config): the default (recheck; one-hot drafts: stats_tail) in every
 # combination, one case without recheck, and one-hot drafts without the tail in every tiling and dtype
@@ -410,27 +407,24 @@ def test_pick_poll_emits_release_every_ready_word(monkeypatch):
     assert not words[:, :2].any(), "the tail's flag and word are the pass's to clear"
 
 
-@pytest.mark.parametrize("tail", ["default", "no-tail", "no-poll", "sleep"])
+@pytest.mark.parametrize("tail", ["default", "no-tail", "no-poll"])
 def test_classic_tail_launches(monkeypatch, tail):
     """Classic drafts (the classic tail, the default) launch the stats pass and the race alone, the race's
     screen (on everywhere under the interpreter, forced here for the GPU) taking its threshold from the
     race programs (SHARED_TAU), since no accept kernel computes one, the emitters releasing the ready
     words (PICK_POLL) that the race waits on (POLL; with race_poll off, neither); without the tail, the
-    stats pass, the accept kernel and the race, which waits for the accept kernel's threshold. The race
-    gets race_poll_sleep's ns as SPIN_SLEEP (0 unless set)."""
+    stats pass, the accept kernel and the race, which waits for the accept kernel's threshold."""
     config = {**TILINGS["row-per-program"], "stats_lazy": True, "race_screen": True,
-              **({"default": {}, "sleep": {"race_poll_sleep": 256}, **CLASSIC_TAILS}[tail])}  # fmt: skip
+              **({"default": {}, **CLASSIC_TAILS}[tail])}  # fmt: skip
     launched = []
     original = kl.launch_keyed
     monkeypatch.setattr(kl, "_REPEATS", kl.call_memo())  # a remembered call launches without launch_keyed
     monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: (
         launched.append((key[0], *(meta.get(k) for k in ("SHARED_TAU", "TAIL", "PICK_POLL", "POLL")))),
-        sleeps.append(meta.get("SPIN_SLEEP")), original(kernel, grid, key, args, meta)))  # fmt: skip
-    sleeps = []
+        original(kernel, grid, key, args, meta)))  # fmt: skip
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=True)
     kl.rejection_sample_logits(**{k: _to_device(v) for k, v in case.items()}, _config=config)
-    assert sleeps[-1] == (256 if tail == "sleep" else 0), sleeps
-    poll = tail in ("default", "sleep")
+    poll = tail == "default"
     if tail != "no-tail":
         assert launched == [("stats", None, True, poll, None), ("race", True, None, None, poll)], launched
     else:
