@@ -35,26 +35,7 @@ try:
     out = rejection_sample_logits(t, ids, d, temperature=temps, seeds=seeds, offsets=offsets, _config=config)
     if dev == "cuda":
         torch.cuda.synchronize()
-    print(
-        json.dumps(
-            dict(
-                config=config,
-                layout=layout,
-                ok=True,
-                s=round(time.perf_counter() - t0, 1),
-                accepted=float(out.num_accepted.float().mean()),
-            )
-        )
-    )
+    result = dict(ok=True, accepted=float(out.num_accepted.float().mean()))
 except Exception as exc:  # noqa: BLE001 - the finding
-    print(
-        json.dumps(
-            dict(
-                config=config,
-                layout=layout,
-                ok=False,
-                s=round(time.perf_counter() - t0, 1),
-                error=f"{type(exc).__name__}: {str(exc)[:300]}",
-            )
-        )
-    )
+    result = dict(ok=False, error=f"{type(exc).__name__}: {str(exc)[:300]}")
+print(json.dumps(dict(config=config, layout=layout, s=round(time.perf_counter() - t0, 1), **result)))
