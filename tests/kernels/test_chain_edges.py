@@ -194,6 +194,22 @@ def test_denormal_mass_and_u_near_one_pick_the_last_positive_token():
     assert res.tokens[:, 0].tolist() == [1, 1] and res.valid.tolist() == [True, True]
 
 
+@pytest.mark.parametrize("classic", [True, False])
+def test_largest_finite_probability_is_mass_not_infinity(classic):
+    """The clean keeps a <= FLT_MAX (it compares with the largest float32, not with inf, for speed):
+    FLT_MAX itself is finite mass. Request 0 accepts its draft and draws the bonus row (FLT_MAX, 1,
+    0); request 1 rejects x = 2 (p(x) = 0) and draws the residual, whose token 0 holds FLT_MAX. At
+    u_K = 0.5 both emit token 0; a clean that dropped FLT_MAX (a < FLT_MAX) emits token 1 (the
+    mutation sweep's survivor `_clean32:93:<=`, ci/mutation_results/)."""
+    big = float(np.finfo(np.float32).max)
+    p = [[[0.5, 0.5, 0.0], [big, 1.0, 0.0]], [[big, 1.0, 0.0], [0.5, 0.5, 0.0]]]
+    q = [[[1.0, 0.0, 0.0]], [[0.0, 0.5, 0.5]]] if classic else None
+    res = run(p, [[0], [2]], q, [[0.1, 0.5], [0.1, 0.5]])
+    assert res.tokens.tolist() == [[0, 0], [0, -1]]
+    assert res.num_accepted.tolist() == [1, 0]
+    assert res.valid.tolist() == [True, True] and res.fallback.tolist() == [False, False]
+
+
 def test_output_layout_accepted_prefix_then_token_then_padding():
     """tokens = [x_0 .. x_{a-1}, emitted, -1 ...] with a = first rejection."""
     vocab, num_k = 6, 4
