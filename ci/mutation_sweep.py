@@ -12,7 +12,8 @@ Operators (one site each): a comparison flipped at its boundary (< <=, > >=, == 
 logical not (~) dropped. Multiplications are left alone (in these kernels they are index strides and
 scales whose change any test sees at once).
 
-Each worker runs its mutants in a private copy of the repository's tracked files (`git ls-files`),
+Each worker runs its mutants in a private copy of the repository's tracked files (`git ls-files`, as
+they are in the working tree: uncommitted edits to tracked tests count, new untracked files do not),
 with PYTHONPATH pointing there so the copy, not the installed package, is imported; pytest stops at
 the first failure (-x). A mutant whose tests run past --timeout counts as killed by the timeout (a
 hang is a failure any CI notices). Before any mutant the unchanged copy must pass the selection, or
@@ -21,7 +22,8 @@ the sweep stops: a survivor means nothing if the selection fails anyway.
     python ci/mutation_sweep.py specsample/kernels/chain.py --tests tests/kernels/test_chain_coupling.py \
         tests/kernels/test_chain_edges.py --workers 2 --out sweep.json
 
-CPU only, kernels under TRITON_INTERPRET=1; ~10-60 s per mutant on one core. Results of the runs kept
+CPU only, kernels under TRITON_INTERPRET=1; 4-140 s per mutant on one core
+(the chain kernel's tests). Results of the runs kept
 in the repository: ci/mutation_results/ (README there).
 """
 

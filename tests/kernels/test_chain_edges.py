@@ -271,7 +271,7 @@ def test_u_one_takes_the_rounding_guard_to_the_last_positive_token(classic, path
     res = launch(p, x, q, n, u, None, None, path=path)
     ref = chain_rejection_reference(p.numpy(), x.numpy(), None if q is None else q.numpy(),
                                     num_draft_tokens=n.numpy(), uniforms=u.numpy())  # fmt: skip
-    emitted = res.tokens[torch.arange(4), res.num_accepted.long()].tolist()
+    emitted = res.tokens.cpu()[torch.arange(4), res.num_accepted.cpu().long()].tolist()  # DEVICE may be cuda
     assert emitted == want, res.tokens.tolist()
     assert res.tokens.tolist() == ref.tokens.tolist()
     assert res.fallback.tolist() == [False, False, False, classic]
