@@ -111,7 +111,8 @@ NO_POLL = {"pick_poll": False}
 SHARED_TAU = {"race_tau": "shared", "classic_tail": False}
 NO_CLASSIC_TAIL = {"classic_tail": False}
 NO_RACE_POLL = {"race_poll": False}
-# the tail's emitters seeding the shared threshold (race_tau "seeded", session 48, opt-in until timed)
+# the tail's emitters seeding the shared threshold (race_tau "seeded", session 48; opt-in: no faster on
+# the H200, run 261)
 SEEDED_TAU = {"race_tau": "seeded"}
 SCREEN_GRAPH = {"race_screen": True, "race_tiles": 8}
 ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
