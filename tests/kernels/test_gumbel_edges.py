@@ -5,9 +5,13 @@ All checks here are deterministic (no statistical tolerance)."""
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from specsample.kernels import gumbel as kg
 from specsample.kernels._launch import interpreting
+from specsample.reference import gumbel as rg
+from specsample.reference import philox as rp
 from specsample.stats import current_test_seed
 
 BLOCK = 64  # tile width forced in the zero-mass tests
@@ -150,6 +154,111 @@ def test_greedy_ties_go_to_the_smallest_id(device):
     assert kg.sample_from_logits(logits, temps, seeds=seeds, offsets=seeds).tolist() == [a for a, _ in ties]
     hot = kg.renorm_draft_probs(logits, 0.0)
     assert hot.argmax(1).tolist() == [a for a, _ in ties] and torch.all(hot.sum(1) == 1)
+
+
+@triton.jit
+def _scaled_noise_kernel(words_ptr, out_ptr, N: tl.constexpr, FAST_LOG2: tl.constexpr, SCALE: tl.constexpr):
+    # words_ptr [N] int32 (uint32 bit patterns); out_ptr [N] fp32: SCALE * E as the race computes it
+    i = tl.arange(0, N)
+    words = tl.load(words_ptr + i).to(tl.uint32, bitcast=True)
+    tl.store(out_ptr + i, kg._exponential_noise(words, FAST_LOG2, SCALE))
+
+
+def _kernel_noise(words: np.ndarray, scale: float, device) -> np.ndarray:
+    """The float32 SCALE * E the kernels compute from each word (bit for bit: the same jit function)."""
+    flat = np.ascontiguousarray(words, dtype=np.uint32).reshape(-1)
+    size = triton.next_power_of_2(flat.size)
+    padded = np.zeros(size, dtype=np.uint32)
+    padded[: flat.size] = flat
+    out = torch.empty(size, dtype=torch.float32, device=device)
+    w = torch.from_numpy(padded.view(np.int32)).to(device)
+    _scaled_noise_kernel[(1,)](w, out, N=size, FAST_LOG2=not interpreting(), SCALE=scale)
+    return out.cpu().numpy()[: flat.size].reshape(words.shape)
+
+
+# (a, b), a < b, with BLOCK = 64 (16 lanes of four tokens): the same lane and Philox block, words 0 / 1 and
+# 2 / 3; the same lane one and two tiles later; other lanes of the same tile; another lane and tile
+_TIE_PAIRS = [(0, 1), (6, 7), (5, BLOCK + 5), (9, 2 * BLOCK + 9), (8, 12), (3, 2 * BLOCK + 1),
+              (BLOCK - 1, BLOCK)]  # fmt: skip
+
+
+@pytest.mark.parametrize("tiles_per_chunk, screen", [(3, False), (3, True), (1, False), (1, True)])
+def test_exact_ratio_ties_go_to_the_smallest_id(device, tiles_per_chunk, screen):
+    """Two tokens whose ratios p / E tie exactly, as the kernel computes them: p_v = c E_v with the
+    kernel's own float32 E_v (c = 2^-6, the race's prescale, so the cross-multiplied products
+    p_b (c E_a) and p_a (c E_b) are the same two factors; lanes' scores log2(p) - log2(c E) - 6 are
+    -6 exactly). Every other token has no mass. The smaller id wins whether the two share a lane
+    (the running best's comparison), a tile, a chunk (3 tiles, screened or not) or only the merge
+    (1 tile per chunk). top-3 with p_v = E_v (scores log2(p) - log2(E) = 0 exactly): [a, b, -1]."""
+    vocab = 3 * BLOCK
+    rows = len(_TIE_PAIRS)
+    seeds = np.arange(rows, dtype=np.int64) * 7919 + 11
+    offsets = np.arange(rows, dtype=np.int64) + 3
+    words = rp.token_words(seeds, offsets, vocab, rp.STREAM_GUMBEL)
+    keys = torch.from_numpy(seeds).to(device), torch.from_numpy(offsets).to(device)
+    a, b = np.array(_TIE_PAIRS).T
+    r = np.arange(rows)
+    for scale, n in ((0.015625, 1), (1.0, 3)):
+        noise = _kernel_noise(words, scale, device)
+        p = np.zeros((rows, vocab), dtype=np.float32)
+        p[r, a], p[r, b] = noise[r, a], noise[r, b]
+        tiling = kg.RaceTiling(4096 if interpreting() else 1, BLOCK, tiles_per_chunk if n == 1 else 1, 1,
+                               screen=screen)  # fmt: skip
+        sample_p, ids, _ = kg._fast_sample(torch.from_numpy(p).to(device), n, None, *keys, tiling=tiling)
+        ids = ids.cpu().numpy()
+        assert ids[:, 0].tolist() == a.tolist(), f"n = {n}: a tie went to the larger id"
+        assert np.array_equal(sample_p.cpu().numpy()[:, 0], p[r, a])
+        if n == 3:
+            assert ids[:, 1].tolist() == b.tolist() and np.all(ids[:, 2] == -1)
+
+
+@triton.jit
+def _pick_in_group_kernel(probs_ptr, u_ptr, out_ptr, B, stride_b, V, R: tl.constexpr):
+    # probs_ptr [B, >= V] fp32 (row stride stride_b); u_ptr [B] fp64; out_ptr [B] int64: the token
+    # _pick_in_group draws in group 0 of each row
+    rows = tl.arange(0, R)
+    ok = rows < B
+    u = tl.load(u_ptr + rows, mask=ok, other=0.0)
+    token = kg._pick_in_group(probs_ptr, rows, ok, rows * 0, u, stride_b, 1, V, 256)
+    tl.store(out_ptr + rows, token.to(tl.int64), mask=ok)
+
+
+@pytest.mark.parametrize("vocab", [256, 200])
+def test_in_group_draw_ties_and_rounding_guard(device, vocab):
+    """The grouped race's draw inside its group (`_pick_in_group`, also the logits pick's `_cdf_pick`):
+    the first token with C_v > u C_last and p_v > 0, or the last token with mass if rounding leaves
+    none, as `reference.gumbel.inverse_cdf_in_group`. Integer weights summing to a power of two
+    (every C_v and u C_last exact in float64) with zeros and junk (NaN, inf, -1: no mass); one
+    group of 256 lanes, V = 256 or 200 (lanes past V poisoned with 1e30, masked). Uniforms: exact
+    ties u C_last = C_v (strict: the next token with mass), u = 0 (the first token with mass),
+    u = 1 (no C_v exceeds C_last: the guard's last token with mass, never a lane past V) and random
+    52-bit ones."""
+    rng = np.random.default_rng(current_test_seed())
+    batch = 96
+    w = rng.choice(np.array([0, 0, 1, 2, 3], dtype=np.float64), size=(batch, vocab))
+    w[:, vocab - 1] = 0.0  # the last lane never has mass: the guard must find the last one that has
+    total = w.sum(1)
+    last = vocab - 2 - np.argmax(w[:, vocab - 2 :: -1] > 0, axis=1)
+    w[np.arange(batch), last] += 2.0 ** np.ceil(np.log2(total + 1)) - total  # total: a power of two
+    cdf = np.cumsum(w, axis=1)
+    total = cdf[:, -1]
+    kind = np.arange(batch) % 4
+    u = rng.integers(0, 2**52, size=batch) / 2.0**52
+    lane = np.array([rng.choice(np.flatnonzero(row[:-1] > 0)) for row in w])  # has mass, not the last
+    u[kind == 0] = (cdf[np.arange(batch), lane] / total)[kind == 0]  # exact: total is a power of two
+    u[kind == 1], u[kind == 2] = 0.0, 1.0
+    assert np.all(u[kind == 0] * total[kind == 0] == cdf[np.arange(batch), lane][kind == 0])
+    junk = rng.choice(np.array([np.nan, np.inf, -np.inf, -1.0]), size=(batch, vocab))
+    p = np.where((w == 0) & (rng.random((batch, vocab)) < 0.3), junk, w).astype(np.float32)
+    buf = np.full((batch, 256 + 8), 1e30, dtype=np.float32)
+    buf[:, :vocab] = p
+    expect, _ = rg.inverse_cdf_in_group(rg.group_blocks(rg.clean_probs(p), 0.0)[:, 0], u)
+    # the rows do what they claim: ties move past their lane, u = 1 takes the guard
+    assert np.all(expect[kind == 0] > lane[kind == 0]) and np.all(expect[kind == 2] == last[kind == 2])
+    out = torch.empty(batch, dtype=torch.int64, device=device)
+    probs = torch.from_numpy(buf).to(device)
+    _pick_in_group_kernel[(1,)](probs, torch.from_numpy(u).to(device), out, batch, buf.shape[1], vocab, R=128)
+    assert out.cpu().numpy().tolist() == expect.tolist()
 
 
 def test_seeded_draws_are_deterministic_and_keyed(device):
