@@ -189,7 +189,8 @@ def test_exact_ratio_ties_go_to_the_smallest_id(device, tiles_per_chunk, screen)
     p_b (c E_a) and p_a (c E_b) are the same two factors; lanes' scores log2(p) - log2(c E) - 6 are
     -6 exactly). Every other token has no mass. The smaller id wins whether the two share a lane
     (the running best's comparison), a tile, a chunk (3 tiles, screened or not) or only the merge
-    (1 tile per chunk). top-3 with p_v = E_v (scores log2(p) - log2(E) = 0 exactly): [a, b, -1]."""
+    (1 tile per chunk). top-3 with p_v = E_v (scores log2(p) - log2(E) = 0 exactly): [a, b, -1].
+    The returned score (the winners' p / E) is c, resp. 1, exactly."""
     vocab = 3 * BLOCK
     rows = len(_TIE_PAIRS)
     seeds = np.arange(rows, dtype=np.int64) * 7919 + 11
@@ -204,12 +205,15 @@ def test_exact_ratio_ties_go_to_the_smallest_id(device, tiles_per_chunk, screen)
         p[r, a], p[r, b] = noise[r, a], noise[r, b]
         tiling = kg.RaceTiling(4096 if interpreting() else 1, BLOCK, tiles_per_chunk if n == 1 else 1, 1,
                                screen=screen)  # fmt: skip
-        sample_p, ids, _ = kg._fast_sample(torch.from_numpy(p).to(device), n, None, *keys, tiling=tiling)
-        ids = ids.cpu().numpy()
+        sample_p, ids, score = kg._fast_sample(
+            torch.from_numpy(p).to(device), n, None, *keys, tiling=tiling, with_score=True
+        )
+        ids, score = ids.cpu().numpy(), score.cpu().numpy()
         assert ids[:, 0].tolist() == a.tolist(), f"n = {n}: a tie went to the larger id"
         assert np.array_equal(sample_p.cpu().numpy()[:, 0], p[r, a])
+        assert np.all(score[:, :2] == scale), "the winners' p / E is the scale exactly"
         if n == 3:
-            assert ids[:, 1].tolist() == b.tolist() and np.all(ids[:, 2] == -1)
+            assert ids[:, 1].tolist() == b.tolist() and np.all(ids[:, 2] == -1) and np.all(score[:, 2] == 0)
 
 
 @triton.jit
