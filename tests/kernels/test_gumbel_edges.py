@@ -108,7 +108,8 @@ def test_grouped_race_zero_mass_at_group_edges(device, vocab, block_v, tiles_per
 def test_logits_zero_mass_and_tail_lanes(device, vocab):
     """sample_from_logits at the same edges: -inf / NaN / +inf logits never win, the poisoned
     buffer past V is never read, a row whose only finite logit is the last one returns it, a row
-    without a finite logit returns -1 and a zero probs_out row; T = 0 rows are greedy."""
+    without a finite logit returns -1 and a zero probs_out row; T = 0 rows are greedy; T = inf rows'
+    probs_out is uniform over the finite logits (-inf ones weigh nothing)."""
     rng = np.random.default_rng(current_test_seed())
     batch = 1000
     buf = np.full((batch, vocab + 5), 1e30, dtype=np.float32)
@@ -121,7 +122,8 @@ def test_logits_zero_mass_and_tail_lanes(device, vocab):
     l[kind == 1] = np.nan
     buf[:, :vocab] = l
     logits = torch.from_numpy(buf).to(device)[:, :vocab]
-    temps = torch.from_numpy(np.where(np.arange(batch) % 2 == 0, 0.0, 1.3).astype(np.float32)).to(device)
+    t = np.array([0.0, 1.3, 0.0, np.inf], dtype=np.float32)[np.arange(batch) % 4]
+    temps = torch.from_numpy(t).to(device)
     seeds, offsets = _keys(rng, batch, device)
     probs_out = torch.full((batch, vocab), -7.0, device=device)
     tokens = kg._sample_from_logits(logits, temps, seeds, offsets, probs_out, tiling=_tiling(2)).cpu().numpy()
@@ -133,6 +135,9 @@ def test_logits_zero_mass_and_tail_lanes(device, vocab):
     assert np.all(out[~valid] == 0) and np.all(out[kind == 1] == 0)
     sums = out.sum(1)[valid.any(1)]
     assert np.allclose(sums, 1.0, atol=1e-5)
+    uniform = (t == np.inf) & valid.any(1)  # T = inf: every finite logit weighs the same, -inf none
+    expect = np.where(valid, 1.0 / np.maximum(valid.sum(1, keepdims=True), 1), 0.0)[uniform]
+    assert uniform.sum() > batch // 8 and np.allclose(out[uniform], expect, rtol=1e-6, atol=0)
     greedy = (np.arange(batch) % 2 == 0) & valid.any(1)
     first_max = np.argmax(np.where(valid, l, -np.inf), axis=1)
     assert np.array_equal(tokens[greedy], first_max[greedy])
