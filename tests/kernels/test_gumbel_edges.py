@@ -105,11 +105,13 @@ def test_grouped_race_zero_mass_at_group_edges(device, vocab, block_v, tiles_per
 
 
 @pytest.mark.parametrize("vocab", [BLOCK - 1, BLOCK + 1, 2 * BLOCK + 1])
-def test_logits_zero_mass_and_tail_lanes(device, vocab):
+@pytest.mark.parametrize("tiles_per_chunk", [2, 1])
+def test_logits_zero_mass_and_tail_lanes(device, vocab, tiles_per_chunk):
     """sample_from_logits at the same edges: -inf / NaN / +inf logits never win, the poisoned
     buffer past V is never read, a row whose only finite logit is the last one returns it, a row
     without a finite logit returns -1 and a zero probs_out row; T = 0 rows are greedy; T = inf rows'
-    probs_out is uniform over the finite logits (-inf ones weigh nothing)."""
+    probs_out is uniform over the finite logits (-inf ones weigh nothing). 1 or 2 tiles per chunk:
+    1, 2 or 3 chunks (3: a merge over fewer parts than its power-of-two block)."""
     rng = np.random.default_rng(current_test_seed())
     batch = 1000
     buf = np.full((batch, vocab + 5), 1e30, dtype=np.float32)
@@ -126,7 +128,8 @@ def test_logits_zero_mass_and_tail_lanes(device, vocab):
     temps = torch.from_numpy(t).to(device)
     seeds, offsets = _keys(rng, batch, device)
     probs_out = torch.full((batch, vocab), -7.0, device=device)
-    tokens = kg._sample_from_logits(logits, temps, seeds, offsets, probs_out, tiling=_tiling(2)).cpu().numpy()
+    tiling = _tiling(tiles_per_chunk)
+    tokens = kg._sample_from_logits(logits, temps, seeds, offsets, probs_out, tiling=tiling).cpu().numpy()
     valid = np.isfinite(l)
     assert np.array_equal(tokens >= 0, valid.any(1))
     assert np.all(valid[np.flatnonzero(tokens >= 0), tokens[tokens >= 0]])
@@ -147,15 +150,18 @@ def test_greedy_ties_go_to_the_smallest_id(device):
     """T = 0: equal maximal logits in different tiles and chunks -> the smallest id wins; the same
     for renorm_draft_probs' one-hot. Also T = 0 from a float and from a tensor agree."""
     vocab = 3 * BLOCK + 5
-    logits = torch.zeros((4, vocab), device=device)
-    ties = [(5, BLOCK + 1), (BLOCK + 2, 2 * BLOCK + 3), (vocab - 2, vocab - 1), (0, vocab - 1)]
+    # lanes of four tokens, BLOCK / 4 per tile: (4, BLOCK + 4) and (BLOCK + 9, 2 BLOCK + 9) share a lane
+    # and a word position (the later token compared with the lane's best at its own position)
+    ties = [(5, BLOCK + 1), (BLOCK + 2, 2 * BLOCK + 3), (vocab - 2, vocab - 1), (0, vocab - 1),
+            (4, BLOCK + 4), (BLOCK + 9, 2 * BLOCK + 9)]  # fmt: skip
+    logits = torch.zeros((len(ties), vocab), device=device)
     for row, (a, b) in enumerate(ties):
         logits[row, a] = logits[row, b] = 9.0
-    seeds = torch.zeros(4, dtype=torch.int64, device=device)
+    seeds = torch.zeros(len(ties), dtype=torch.int64, device=device)
     for tiling in (_tiling(1), _tiling(3), None):
         got = kg._sample_from_logits(logits, 0.0, seeds, seeds, None, tiling=tiling)
         assert got.tolist() == [a for a, _ in ties]
-    temps = torch.zeros(4, device=device)
+    temps = torch.zeros(len(ties), device=device)
     assert kg.sample_from_logits(logits, temps, seeds=seeds, offsets=seeds).tolist() == [a for a, _ in ties]
     hot = kg.renorm_draft_probs(logits, 0.0)
     assert hot.argmax(1).tolist() == [a for a, _ in ties] and torch.all(hot.sum(1) == 1)
