@@ -111,7 +111,8 @@ def test_logits_zero_mass_and_tail_lanes(device, vocab, tiles_per_chunk):
     buffer past V is never read, a row whose only finite logit is the last one returns it, a row
     without a finite logit returns -1 and a zero probs_out row; T = 0 rows are greedy; T = inf rows'
     probs_out is uniform over the finite logits (-inf ones weigh nothing). 1 or 2 tiles per chunk:
-    1, 2 or 3 chunks (3: a merge over fewer parts than its power-of-two block)."""
+    1, 2 or 3 chunks (3: a merge over fewer parts than its power-of-two block). Some rows hold one
+    logit 200 above the others."""
     rng = np.random.default_rng(current_test_seed())
     batch = 1000
     buf = np.full((batch, vocab + 5), 1e30, dtype=np.float32)
@@ -122,6 +123,9 @@ def test_logits_zero_mass_and_tail_lanes(device, vocab, tiles_per_chunk):
     l[kind == 0] = -np.inf
     l[kind == 0, vocab - 1] = -3.0
     l[kind == 1] = np.nan
+    # a logit 200 above the rest (T = 1.3 rows): 2^(200 log2(e) / T) overflows float32, so the chunks'
+    # softmax sums must merge relative to the largest chunk maximum
+    l[(kind == 2) & (np.arange(batch) % 8 == 5), 0] = 200.0
     buf[:, :vocab] = l
     logits = torch.from_numpy(buf).to(device)[:, :vocab]
     t = np.array([0.0, 1.3, 0.0, np.inf], dtype=np.float32)[np.arange(batch) % 4]
