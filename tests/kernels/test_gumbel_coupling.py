@@ -333,11 +333,23 @@ def test_renorm_draft_probs_matches_reference(device):
 
 
 @triton.jit
-def _noise_probe_kernel(words_ptr, out_ptr, N: tl.constexpr, FAST_LOG2: tl.constexpr):
-    # words_ptr [N] int32 (uint32 bit patterns); out_ptr [N] fp32
+def _noise_probe_kernel(words_ptr, out_ptr, N: tl.constexpr, FAST_LOG2: tl.constexpr, SCALE: tl.constexpr):
+    # words_ptr [N] int32 (uint32 bit patterns); out_ptr [N] fp32: SCALE * E
     i = tl.arange(0, N)
     w = tl.load(words_ptr + i).to(tl.uint32, bitcast=True)
-    tl.store(out_ptr + i, kg._exponential_noise(w, FAST_LOG2))
+    tl.store(out_ptr + i, kg._exponential_noise(w, FAST_LOG2, SCALE))
+
+
+def kernel_noise(words: np.ndarray, device, scale: float = 1.0) -> np.ndarray:
+    """The float32 SCALE * E the kernels compute from each uint32 word, any shape (the same jit function
+    as the races', so bit for bit theirs where the compiler treats it alike)."""
+    flat = np.ascontiguousarray(words, dtype=np.uint32).reshape(-1)
+    padded = np.zeros(triton.next_power_of_2(flat.size), dtype=np.uint32)
+    padded[: flat.size] = flat
+    out = torch.empty(padded.size, dtype=torch.float32, device=device)
+    w = torch.from_numpy(padded.view(np.int32)).to(device)
+    _noise_probe_kernel[(1,)](w, out, N=padded.size, FAST_LOG2=not interpreting(), SCALE=scale)
+    return out.cpu().numpy()[: flat.size].reshape(np.shape(words))
 
 
 def test_exponential_noise_accuracy(device):
@@ -366,10 +378,7 @@ def test_exponential_noise_accuracy(device):
     )
     words = np.concatenate([special, rng.integers(0, 2**32, size=2**16 - special.size, dtype=np.uint64)])
     words = words.astype(np.uint32)
-    out = torch.empty(words.size, dtype=torch.float32, device=device)
-    w = torch.from_numpy(words.view(np.int32)).to(device)
-    _noise_probe_kernel[(1,)](w, out, N=words.size, FAST_LOG2=not interpreting())
-    got = out.cpu().numpy().astype(np.float64)
+    got = kernel_noise(words, device).astype(np.float64)
     ref = rp.exponential_from_word(words)
     rel = np.abs(got / ref - 1.0)
     tolerance = 1e-6 if interpreting() else 4e-6

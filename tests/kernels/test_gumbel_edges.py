@@ -13,6 +13,7 @@ from specsample.kernels._launch import interpreting
 from specsample.reference import gumbel as rg
 from specsample.reference import philox as rp
 from specsample.stats import current_test_seed
+from tests.kernels.test_gumbel_coupling import kernel_noise
 
 BLOCK = 64  # tile width forced in the zero-mass tests
 
@@ -114,7 +115,7 @@ def test_logits_zero_mass_and_tail_lanes(device, vocab, tiles_per_chunk):
     1, 2 or 3 chunks (3: a merge over fewer parts than its power-of-two block). Some rows hold one
     logit 200 above the others."""
     rng = np.random.default_rng(current_test_seed())
-    batch = 1000
+    batch = 2000  # 500 rows each at T = 1.3 and T = inf, 1000 greedy
     buf = np.full((batch, vocab + 5), 1e30, dtype=np.float32)
     l = rng.normal(size=(batch, vocab)).astype(np.float32)
     junk = rng.choice(np.array([-np.inf, np.nan, np.inf], dtype=np.float32), size=(batch, vocab))
@@ -171,26 +172,6 @@ def test_greedy_ties_go_to_the_smallest_id(device):
     assert hot.argmax(1).tolist() == [a for a, _ in ties] and torch.all(hot.sum(1) == 1)
 
 
-@triton.jit
-def _scaled_noise_kernel(words_ptr, out_ptr, N: tl.constexpr, FAST_LOG2: tl.constexpr, SCALE: tl.constexpr):
-    # words_ptr [N] int32 (uint32 bit patterns); out_ptr [N] fp32: SCALE * E as the race computes it
-    i = tl.arange(0, N)
-    words = tl.load(words_ptr + i).to(tl.uint32, bitcast=True)
-    tl.store(out_ptr + i, kg._exponential_noise(words, FAST_LOG2, SCALE))
-
-
-def _kernel_noise(words: np.ndarray, scale: float, device) -> np.ndarray:
-    """The float32 SCALE * E the kernels compute from each word (bit for bit: the same jit function)."""
-    flat = np.ascontiguousarray(words, dtype=np.uint32).reshape(-1)
-    size = triton.next_power_of_2(flat.size)
-    padded = np.zeros(size, dtype=np.uint32)
-    padded[: flat.size] = flat
-    out = torch.empty(size, dtype=torch.float32, device=device)
-    w = torch.from_numpy(padded.view(np.int32)).to(device)
-    _scaled_noise_kernel[(1,)](w, out, N=size, FAST_LOG2=not interpreting(), SCALE=scale)
-    return out.cpu().numpy()[: flat.size].reshape(words.shape)
-
-
 # (a, b), a < b, with BLOCK = 64 (16 lanes of four tokens): the same lane and Philox block, words 0 / 1 and
 # 2 / 3; the same lane one and two tiles later; other lanes of the same tile; another lane and tile
 _TIE_PAIRS = [(0, 1), (6, 7), (5, BLOCK + 5), (9, 2 * BLOCK + 9), (8, 12), (3, 2 * BLOCK + 1),
@@ -215,7 +196,7 @@ def test_exact_ratio_ties_go_to_the_smallest_id(device, tiles_per_chunk, screen)
     a, b = np.array(_TIE_PAIRS).T
     r = np.arange(rows)
     for scale, n in ((0.015625, 1), (1.0, 3)):
-        noise = _kernel_noise(words, scale, device)
+        noise = kernel_noise(words, device, scale)
         p = np.zeros((rows, vocab), dtype=np.float32)
         p[r, a], p[r, b] = noise[r, a], noise[r, b]
         tiling = kg.RaceTiling(4096 if interpreting() else 1, BLOCK, tiles_per_chunk if n == 1 else 1, 1,
