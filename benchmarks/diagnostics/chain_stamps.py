@@ -36,56 +36,26 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import inspect
 import json
 import os
 import statistics
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, REPO)
 
+from benchmarks.diagnostics._stamps import load_generated, replace_once  # noqa: E402
+
 SHAPES = ((16, 4, 128256), (64, 4, 151936), (128, 8, 128256), (1, 4, 32000))
 PROGRAM_STAMPS = ("start", "prologue", "stream", "arrival")  # s0..s3
 EMIT_STAMPS = ("emit_entry", "span_totals", "chunk_located", "reread", "token", "stores")  # e0..e5
 
-_STAMP_GPU = '''
-@triton.jit
-def _gt(after):
-    """%globaltimer (ns), read once `after` is available: the max over its lanes."""
-    t = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [after.to(tl.int32)],
-                                  dtype=tl.int64, is_pure=False, pack=1)
-    return tl.max(t, axis=0)
 
-
-@triton.jit
-def _smid(after):
-    """%smid, the SM the program runs on."""
-    t = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [after.to(tl.int32)],
-                                  dtype=tl.int32, is_pure=False, pack=1)
-    return tl.max(t, axis=0).to(tl.int64)
-'''
-_STAMP_INTERPRETER = """
-@triton.jit
-def _gt(after):
-    return tl.max(after.to(tl.int64) * 0, axis=0)
-
-
-@triton.jit
-def _smid(after):
-    return tl.max(after.to(tl.int64) * 0, axis=0)
-"""
-
-
-def _replace(src: str, old: str, new: str, times: int = 1) -> str:
-    """`src` with `old` replaced by `new`, which must occur exactly `times` times (else chain.py changed
-    under the edit: fail rather than stamp the wrong place)."""
-    if src.count(old) != times:
-        raise RuntimeError(f"chain.py changed: {old!r} occurs {src.count(old)} times (expected {times})")
-    return src.replace(old, new)
+def _replace_chain(src: str, old: str, new: str, times: int = 1) -> str:
+    """replace_once on chain.py's source."""
+    return replace_once(src, old, new, "chain.py", times)
 
 
 _STORE_PROGRAM = (
@@ -131,33 +101,21 @@ def stamped_sources(chain_module) -> str:
     stream = stream.rstrip("\n") + "\n    return run_r + run_p\n"  # the stream's end, as a value
     emit = inspect.getsource(chain_module._emit_rows.fn)
     for old, new in _EMIT_EDITS:
-        emit = _replace(emit, old, new)
+        emit = _replace_chain(emit, old, new)
     emit = emit.rstrip("\n") + "\n    e5 = _gt(rows.to(tl.int32))\n" + _STORE_EMIT
     kernel = inspect.getsource(chain_module._chain_kernel.fn)
-    kernel = _replace(kernel, "        _stream_chunks(", "        fin = _stream_chunks(", times=3)
+    kernel = _replace_chain(kernel, "        _stream_chunks(", "        fin = _stream_chunks(", times=3)
     for old, new in _KERNEL_EDITS:
-        kernel = _replace(kernel, old, new)
+        kernel = _replace_chain(kernel, old, new)
     return stream + "\n\n" + emit + "\n\n" + kernel
 
 
 def load_stamped_kernel(interpreting: bool):
-    """The stamped `_chain_kernel_stamped`, from a generated module (Triton reads a kernel's source
-    from its file)."""
+    """The stamped `_chain_kernel_stamped`, from a generated module."""
     from specsample.kernels import chain
 
-    head = (
-        "import triton\nimport triton.language as tl\n"
-        "from specsample.kernels import chain as _chain\n"
-        "globals().update({k: v for k, v in vars(_chain).items() if not k.startswith('__')})\n\n"
-    )
-    src = head + (_STAMP_INTERPRETER if interpreting else _STAMP_GPU) + "\n\n" + stamped_sources(chain)
-    path = os.path.join(tempfile.mkdtemp(), "chain_stamped_gen.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location("chain_stamped_gen", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod._chain_kernel_stamped
+    return load_generated("specsample.kernels.chain", stamped_sources(chain), interpreting,
+                          "chain_stamped_gen")._chain_kernel_stamped  # fmt: skip
 
 
 def stamped_call(kernel, p, x, q, u, overrides: tuple = ()):
