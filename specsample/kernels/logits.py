@@ -1637,6 +1637,20 @@ def _share_tau(tau_word, best, tau, publish):
 
 
 @triton.jit
+def _share_tau_lazy(tau_word, best, tau, publish, need):
+    """_share_tau for race_tau_lazy: publish `best` where `publish` by an atomic max whose result is not
+    used (a reduction: the program does not wait for it), and read the request's word only where `need`
+    [R] says a later tile could still pass (one load, a uniform branch). The word only ever holds scores
+    some group of row j attains (or nothing), whenever it is read, so tau stays one."""
+    key = _tau_key(best)
+    tl.atomic_max(tau_word, key, mask=publish, sem="relaxed")  # no use of its result: a reduction
+    if tl.max(need.to(tl.int32), axis=0) > 0:
+        seen = tl.load(tau_word, mask=need, other=0, volatile=True)
+        tau = tl.maximum(tau, tl.where(need, _tau_score(seen), _NEG_INF))
+    return tau
+
+
+@triton.jit
 def _seed_tau(b, emit, j, n, sampled, inv_t, big_m, log_s, arg, big_md, log_sd, t_ptr, d_ptr, seed_ptr,
               offset_ptr, tau_ptr, V, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b, K: tl.constexpr,
               GW: tl.constexpr, FAST_LOG: tl.constexpr):  # fmt: skip
@@ -1683,7 +1697,8 @@ def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j
                    tau_word, shift_p, norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K: tl.constexpr,
                    BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr, GW: tl.constexpr,
                    TILES_P2: tl.constexpr, PARTS: tl.constexpr, FAST_LOG: tl.constexpr,
-                   SHARED_TAU: tl.constexpr = False):  # fmt: skip
+                   SHARED_TAU: tl.constexpr = False, TAU_LAZY: tl.constexpr = False,
+                   NOISE_ONCE: tl.constexpr = False):  # fmt: skip
     # Classic drafts, the race of one chunk of row j without reading what cannot win. Since
     # r = max(0, p - q) <= p, every group's score obeys
     #   log R_g - log E_g <= log P_g - log E_g =: bound_g,
@@ -1696,7 +1711,10 @@ def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j
     # publishing its lead tile's best into the request's word and taking the word's earlier value
     # (_share_tau). A skipped
     # group's score is below one of those, so the winner and every output are the unscreened race's.
-    # p's race (the fallback) and a bonus row's race (r = p) take log P_g itself.
+    # p's race (the fallback) and a bonus row's race (r = p) take log P_g itself. TAU_LAZY
+    # (race_tau_lazy): the lead tile's best is published without waiting (_share_tau_lazy) and the word
+    # read only where a later tile's bound reaches max(best, tau). NOISE_ONCE (race_noise_once): a read
+    # tile's log E_g are taken from the bounds' (the same Philox words), not drawn again.
     # Returns the chunk's (best residual score, its group, best score over p, its group) [R], ties
     # to the smallest group as _best_slot.
     NG: tl.constexpr = BLOCK_V // GW
@@ -1708,6 +1726,8 @@ def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j
     mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, exists, NP, shift_p, norm_p, scale2,
                                   PARTS, FAST_LOG)  # fmt: skip
     log_e = _group_log_e(seed, offset, groups, j, FAST_LOG)
+    log_e_tiles = tl.reshape(log_e, (BLOCK_ROWS, TILES_P2, NG))  # NOISE_ONCE
+    tile_slot = tl.arange(0, TILES_P2)[None, :, None]
     best_p, group_p = _best_slot(mass_p - log_e, groups)
     bound = tl.where(mass_p > _FLUSH_LOG_P, mass_p, _FLUSH_BOUND) - log_e + _SCREEN_SLACK
     bound = tl.where(exists & use_q[:, None], bound, _NEG_INF)
@@ -1727,7 +1747,10 @@ def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j
             tile_r = _screen_tile(t_row, d_row, cols, live, use_q, x_j, shift_p, norm_p, shift_q, norm_q,
                                   scale2, st_v, sd_v, FAST_LOG)  # fmt: skip
             tile_g = (chunk * TILES + t) * NG + tl.arange(0, NG).to(tl.int64)[None, :] + req[:, None] * 0
-            log_e_t = _group_log_e(seed, offset, tile_g, j, FAST_LOG)
+            if NOISE_ONCE:  # slot [t, k] of the bounds' noise (finite: E > 0)
+                log_e_t = tl.max(tl.where(tile_slot == t, log_e_tiles, _NEG_INF), axis=1)
+            else:
+                log_e_t = _group_log_e(seed, offset, tile_g, j, FAST_LOG)
             score = tl.where(want[:, None], tile_r - log_e_t, _NEG_INF)
             top, at = _best_slot(score, tile_g)
             # tiles are read out of group order: among equal scores the smaller group wins
@@ -1736,7 +1759,12 @@ def _screened_race(req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j
             group = tl.where(wins, at, group)
         if SHARED_TAU:
             if step == 0:
-                tau = _share_tau(tau_word, best, tau, best > _NEG_INF)
+                if TAU_LAZY:  # the word matters only where a later tile's bound reaches max(best, tau)
+                    later = tl.max(tl.where(tile_ids != lead, tile_bound, _NEG_INF), axis=1)  # [R]
+                    need = (later > _NEG_INF) & (later >= tl.maximum(best, tau))
+                    tau = _share_tau_lazy(tau_word, best, tau, best > _NEG_INF, need)
+                else:
+                    tau = _share_tau(tau_word, best, tau, best > _NEG_INF)
     best_r = tl.where(use_q, best, best_p)
     group_r = tl.where(use_q, group, group_p)
     return best_r, group_r, best_p, group_p
@@ -1778,6 +1806,8 @@ def _race_block(
     SHARED_TAU: tl.constexpr = False,
     POLL: tl.constexpr = False,
     SEEDED: tl.constexpr = False,  # SHARED_TAU: the words hold the emitters' seeds (_seed_tau) on entry
+    TAU_LAZY: tl.constexpr = False,  # SHARED_TAU: _screened_race's
+    NOISE_ONCE: tl.constexpr = False,  # SCREEN: _screened_race's
 ):  # fmt: skip
     # Classic drafts (one-hot drafts take _pick_in_groups): r_v = p_v - q_v where p_v > q_v,
     # p_v on the bonus row j = n; no residual mass: r = p (fallback).  Groups g of 256 tokens:
@@ -1805,7 +1835,7 @@ def _race_block(
         best_r, group_r, best_p, group_p = _screened_race(
             req, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j, x_j, sampled, use_q, tau, tau_word,
             shift_p, norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V, TILES, GW,
-            TILES_P2, PARTS, FAST_LOG, SHARED_TAU)  # fmt: skip
+            TILES_P2, PARTS, FAST_LOG, SHARED_TAU, TAU_LAZY, NOISE_ONCE)  # fmt: skip
     else:
         mass_r, mass_p, log_e, zs = _streamed_masses(req, chunk, t_row, d_row, seed, offset, j, x_j, sampled,
                                                      use_q, shift_p, norm_p, shift_q, norm_q, scale2, V, st_v,
@@ -2019,6 +2049,8 @@ def _logits_race_kernel(
     POLL: tl.constexpr = False,  # after the classic tail (race_poll): wait per request, not per grid
     SPINS: tl.constexpr = 1,  # POLL: reads of a ready word before waiting for the whole pass instead
     SEEDED: tl.constexpr = False,  # SHARED_TAU, after the classic tail: its emitters seeded the words
+    TAU_LAZY: tl.constexpr = False,  # SHARED_TAU (race_tau_lazy): publish without waiting, read if needed
+    NOISE_ONCE: tl.constexpr = False,  # SCREEN (race_noise_once): a read tile's noise from the bounds'
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each. PDL: launched
     # while the accept kernel runs (the stats pass, with classic_tail); everything here depends on it.
@@ -2035,7 +2067,7 @@ def _logits_race_kernel(
                 row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, ready, tokens_ptr, fallback_ptr,
                 valid_ptr, gmax_ptr, gsum_ptr, B, V, NC2, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
                 K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG, P_IN_MERGE, NCB2, SCREEN,
-                PARTS, SHARED_TAU, POLL, SEEDED)  # fmt: skip
+                PARTS, SHARED_TAU, POLL, SEEDED, TAU_LAZY, NOISE_ONCE)  # fmt: skip
     if POLL:
         if PDL:
             gdc_wait()
@@ -2352,6 +2384,27 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # "accept" elsewhere (H200 run 253: "shared" with the accept kernel was 1.3-3.6 µs slower); an
     # override of "accept" where the classic tail applies is a ValueError (set classic_tail False).
     cfg["race_tau"] = None
+    # race_tau_lazy (race_tau "shared" or "seeded"): each race program publishes its lead tile's best by an
+    # atomic max it does not wait for (SASS: REDG, not ATOMG), and reads its request's word only where a
+    # later tile's bound could still pass (_share_tau_lazy), instead of waiting for the atomic's old value
+    # before its later tiles. race_noise_once (the screened race): a read tile's log E_g come from the
+    # bounds' noise, not a second Philox call. Both cut the race's latency after the last emit: session
+    # 52's stamps (benchmarks/diagnostics/race_stamps.py, H100 run 264, classic bf16 (64, 4, 151936)) put
+    # the race 6.7 µs past the statistics pass, its late programs 2.2 µs from ready to candidates without a
+    # tile read, 4.5-6.4 with the lead tile alone, ~1 more per tile. H100 runs 265-266 (lazy_stats.py, one
+    # process, default -> both, zero_pause µs, graph µs in brackets; outputs equal to the eager pass's in
+    # every call), the benchmark's inputs: classic bf16 (64, 4, 151936) 68.45 / 69.20 / 68.34 / 68.21 ->
+    # 67.15 / 66.94 / 66.62 / 67.82 (59.72 / 60.22 / 59.73 / 60.12 -> 58.70 / 58.77 / 59.11 / 58.88);
+    # fp32 102.86 / 103.30 -> 102.42 / 102.91 (90.67 / 91.45 -> 90.36 / 90.80); bf16 (128, 8, 128256)
+    # 121.47 / 121.73 -> 119.54 / 120.58 (110.01 / 110.14 -> 108.36 / 108.62). Each alone (run 266, bf16
+    # (64, 4, 151936)): race_tau_lazy 67.82 / 67.79 (59.76 / 59.94), race_noise_once 67.95 / 67.95 (59.25 /
+    # 59.02). Every draft accepted: within -1.4 / +0.6 µs zero_pause and 0.3 µs graph in all three cases.
+    # The stamps with both (run 265): late programs' reads 4.1 -> 2.2 µs (median), the race 6.5 -> 5.8 µs
+    # past the pass. On the default call path against the package before them (run 267, ab_device_time,
+    # two rounds, do_bench new / base): classic bf16 0.988 / 0.986 at (64, 4, 151936) and (128, 8, 128256),
+    # fp32 0.997 / 0.997 at (64, 4, 151936), 0.999 / 0.999 at (128, 8, 128256).
+    cfg["race_tau_lazy"] = True
+    cfg["race_noise_once"] = True
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -2612,7 +2665,9 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                      GW=race_gw, TILES_P2=race_slots,
                      FAST_LOG=cfg["fast_log"], P_IN_MERGE=bool(cfg["race_p_in_merge"]) and not screen,
                      NCB2=min(next_pow2(nc2), 64), SCREEN=screen, PARTS=parts, SHARED_TAU=shared_tau,
-                     POLL=race_poll, SPINS=spins, SEEDED=seeded, num_warps=cfg["race_warps"],
+                     POLL=race_poll, SPINS=spins, SEEDED=seeded,
+                     TAU_LAZY=shared_tau and bool(cfg["race_tau_lazy"]),
+                     NOISE_ONCE=screen and bool(cfg["race_noise_once"]), num_warps=cfg["race_warps"],
                      **later)  # fmt: skip
     race_grid = (race_blocks, nc2)
     if not has_draft:  # the pick replaces the race: one program per request block over row j's groups

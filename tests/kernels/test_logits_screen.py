@@ -62,6 +62,15 @@ SCREENED["4-tiles-shared"] = {**_FOUR_TILES, "classic_tail": True}  # the defaul
 # seed is all a program screens its first tile with
 SCREENED["4-tiles-seeded"] = {**SCREENED["4-tiles-shared"], "race_tau": "seeded"}
 SCREENED["16-tiles-seeded"] = {**SCREENED["16-tiles"], "classic_tail": True, "race_tau": "seeded"}
+# race_tau_lazy and race_noise_once are the defaults (the lead tile's best published without waiting, the word
+# read only where a later tile could pass; a read tile's noise from the bounds', slots [t, k] with k = 0, 1 on
+# 2-group tiles); these keep their alternatives (the atomic's old value, the noise drawn again) tested
+SCREENED["4-tiles-shared-atomic"] = {
+    **SCREENED["4-tiles-shared"],
+    "race_tau_lazy": False,
+    "race_noise_once": False,
+}
+SCREENED["2-groups-noise-drawn"] = {**SCREENED["2-groups-per-tile"], "race_noise_once": False}
 
 
 def _streamed(case: dict, config: dict) -> SampleResult:
@@ -125,10 +134,17 @@ OVERTIGHT = {  # planted bugs: screens that skip groups which could still win
         r"tau = tl\.maximum\(tau, tl\.max\(score, axis=1\)\)",
         "tau = tl.maximum(tau, tl.max(score, axis=1) + 2.0)",
     ),
-    # race_tau "shared": every race program publishes a score 2 nats above its best
+    # race_tau "shared" without race_tau_lazy: every race program publishes a score 2 nats above its best
     "shared-high": (
         r"tl\.atomic_max\(tau_word, _tau_key\(best\)",
         "tl.atomic_max(tau_word, _tau_key(best + 2.0)",
+    ),
+    # race_tau_lazy: every race program publishes a score 2 nats above its best
+    "lazy-shared-high": (r"key = _tau_key\(best\)", "key = _tau_key(best + 2.0)"),
+    # race_noise_once: a read tile's noise taken from the next tile's slots
+    "noise-wrong-slot": (
+        r"tl\.where\(tile_slot == t, log_e_tiles",
+        "tl.where(tile_slot == (t + 1) % TILES_P2, log_e_tiles",
     ),
     # race_tau "seeded": the emitter's seed 2 nats above the argmax group's score
     "seed-high": (
@@ -139,15 +155,18 @@ OVERTIGHT = {  # planted bugs: screens that skip groups which could still win
 _OVERTIGHT_CONFIG = {
     "bound-low": "16-tiles",
     "threshold-high": "16-tiles",
-    "shared-high": "4-tiles-shared",
+    "shared-high": "4-tiles-shared-atomic",
     "seed-high": "16-tiles-seeded",
+    "lazy-shared-high": "4-tiles-shared",
+    "noise-wrong-slot": "2-groups-per-tile",
 }
 
 
 @pytest.mark.parametrize("bug", sorted(OVERTIGHT))
 def test_an_overtight_screen_fails_the_comparison(bug):
     """The comparison above can fail: a copy of the kernel module whose screen skips groups that
-    could still win (every bound 2 nats low, or the accept kernel's threshold 2 nats high) must
+    could still win (every bound 2 nats low, or the accept kernel's threshold 2 nats high, or a published
+    score 2 nats high) or whose race_noise_once takes a read tile's noise from the next tile's slots must
     differ from the streamed race on some residual-race rows of the same kind of batch (16-tile
     programs, fp32; 4-tile programs for the shared threshold, which needs several programs per row)."""
     overtight = patched_module("specsample.kernels.logits", [OVERTIGHT[bug]])
@@ -171,8 +190,13 @@ _TAU_KEPT = (
 
 @pytest.mark.parametrize(
     "planted, chunking",
-    [(False, "4-tiles-shared"), (False, "16-tiles-seeded"), (True, "4-tiles-shared")],
-    ids=["kernel", "kernel-seeded", "tau-kept"],
+    [
+        (False, "4-tiles-shared"),
+        (False, "16-tiles-seeded"),
+        (False, "4-tiles-shared-atomic"),
+        (True, "4-tiles-shared"),
+    ],
+    ids=["kernel", "kernel-seeded", "kernel-atomic-tau", "tau-kept"],
 )
 def test_shared_tau_words_are_zero_after_a_call(planted, chunking):
     """race_tau "shared" and "seeded": after a call every request's word is 0 again ("nothing read yet"),
