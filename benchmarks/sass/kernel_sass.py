@@ -112,6 +112,11 @@ def compile_kernel(
                      PICK_POLL=0, SHARED_TAU=0, SEED_TAU=0, SEEDED=0, SPINS=1 << 14)  # fmt: skip
         const = {k: v for k, v in const.items() if k in inspect.signature(fn.fn).parameters}
     const.update(flags)
+    # every other constexpr at its default: one left out would compile as a runtime int argument, both
+    # sides of its branches kept (session 52: figures for a kernel unlike the launcher's)
+    for name, param in inspect.signature(fn.fn).parameters.items():
+        if name not in const and "constexpr" in str(param.annotation) and param.default is not param.empty:
+            const[name] = param.default
     params = list(inspect.signature(fn.fn).parameters)
     sig = {p: "constexpr" if p in const else ptr_types.get(p, "i32") for p in params}
     attrs = {
