@@ -102,11 +102,13 @@ TAILS = {"no-tail": {"stats_tail": False}, "no-poll": {"pick_poll": False}}
 # "shared"), each race program waiting for its own request's emit (race_poll)
 CLASSIC_TAIL = {"classic_tail": True}
 # classic drafts' paths other than the default: the accept kernel after the pass (no tail); the tail with
-# the race waiting for the whole pass (race_poll off); the tail's emitters seeding the race's threshold
+# the race waiting for the whole pass (race_poll off); the tail's emitters seeding the race's threshold; the
+# race taking the emit position from its ready word (ready_j)
 CLASSIC_TAILS = {
     "no-tail": {"classic_tail": False},
     "no-poll": {"race_poll": False},
     "seeded": {"race_tau": "seeded"},
+    "ready-j": {"ready_j": True},
 }
 # (tiling, dtype, classic, extra config): the default (recheck; one-hot drafts: stats_tail) in every
 # combination, one case without recheck, and one-hot drafts without the tail in every tiling and dtype
@@ -341,16 +343,16 @@ def test_state_kept_is_caught(bug):
         discard_arrival_counters()
 
 
-def _state_words_after_call(module, config: dict, classic: bool = False) -> np.ndarray:
+def _state_words_after_call(module, config: dict, classic: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """[B, 3] the lazy state's words (flag, the tail's word, the ready word of pick_poll / race_poll, on a
     line of its own past the B lines of the first two) of every request after one one-hot (or classic)
-    call of make_batch's (edge cases included) by `module` with `config`."""
+    call of make_batch's (edge cases included) by `module` with `config`, and the call's num_accepted [B]."""
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
     state = stream_buffer(torch.device(DEVICE), "logits_lazy_state", 2 * BATCH * kl.STATE_WORDS, torch.int32,
                           zeroed=True)  # fmt: skip
-    _lazy_call(module, case, config)
+    result, _ = _lazy_call(module, case, config)
     lines = state[: 2 * BATCH * kl.STATE_WORDS].view(2, BATCH, kl.STATE_WORDS).cpu().numpy()
-    return np.concatenate([lines[0, :, :2], lines[1, :, :1]], axis=1)
+    return np.concatenate([lines[0, :, :2], lines[1, :, :1]], axis=1), result[1]
 
 
 # the pick (pick_poll) or the race's last program (race_poll) leaves a request's ready word set (the next
@@ -381,29 +383,30 @@ def test_poll_leaves_the_state_zero(drafts, planted):
               "race_screen": True}  # fmt: skip
     module = patched_module("specsample.kernels.logits", [_READY_KEPT[drafts]]) if planted else kl
     try:
-        words = _state_words_after_call(module, config, classic=classic)
+        words, _ = _state_words_after_call(module, config, classic=classic)
     finally:
         discard_stream_buffers("logits_lazy_state")
     if planted:
-        assert (words[:, 2] == 1).all(), f"the planted copy left ready words {words[:, 2]}"
+        assert (words[:, 2] % 2 == 1).all(), f"the planted copy left ready words {words[:, 2]}"
     else:
         assert not words.any(), f"state left after the call: {np.argwhere(words)[:5]}"
 
 
 def test_pick_poll_emits_release_every_ready_word(monkeypatch):
     """With pick_poll, the statistics pass alone (the pick's launch left out) leaves every request's ready
-    word at 1: each request's emit released it, which the pick waits for (a request without it would
-    spin). The words are cleared afterwards."""
+    word at 2 j + 1, j its emit position (= its num_accepted): each request's emit released it, which the
+    pick waits for (a request without it would spin) and from which the race takes j (ready_j). The words
+    are cleared afterwards."""
     config = {**TILINGS["row-per-program"], "stats_lazy": True, "pick_poll": True}
     original = kl.launch_keyed
     monkeypatch.setattr(kl, "_REPEATS", kl.call_memo())  # a remembered call launches without launch_keyed
     monkeypatch.setattr(kl, "launch_keyed", lambda kernel, grid, key, args, meta: None if key[0] == "pick"
                         else original(kernel, grid, key, args, meta))  # fmt: skip
     try:
-        words = _state_words_after_call(kl, config)
+        words, accepted = _state_words_after_call(kl, config)
     finally:
         discard_stream_buffers("logits_lazy_state")
-    assert (words[:, 2] == 1).all(), f"ready words after the pass: {words[:, 2]}"
+    assert (words[:, 2] == 2 * accepted + 1).all(), f"ready words {words[:, 2]}, num_accepted {accepted}"
     assert not words[:, :2].any(), "the tail's flag and word are the pass's to clear"
 
 

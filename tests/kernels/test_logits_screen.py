@@ -71,6 +71,11 @@ SCREENED["4-tiles-shared-atomic"] = {
     "race_noise_once": False,
 }
 SCREENED["2-groups-noise-drawn"] = {**SCREENED["2-groups-per-tile"], "race_noise_once": False}
+# ready_j: the race takes j from its request's ready word (2 j + 1) and loads row j's part statistics before
+# the flags, masking them after
+SCREENED["4-tiles-ready-j"] = {**SCREENED["4-tiles-shared"], "ready_j": True}
+# race_flags_late alone (the part statistics loaded before the flags, with the accept kernel's threshold)
+SCREENED["2-groups-flags-late"] = {**SCREENED["2-groups-per-tile"], "race_flags_late": True}
 
 
 def _streamed(case: dict, config: dict) -> SampleResult:
@@ -146,6 +151,11 @@ OVERTIGHT = {  # planted bugs: screens that skip groups which could still win
         r"tl\.where\(tile_slot == t, log_e_tiles",
         "tl.where(tile_slot == (t + 1) % TILES_P2, log_e_tiles",
     ),
+    # ready_j: the race's j one position past the ready word's (clamped to K: rows j < K race row j + 1)
+    "ready-j-next-row": (
+        r"j = tl\.minimum\(ready_seen >> 1, K\)",
+        "j = tl.minimum((ready_seen >> 1) + 1, K)",
+    ),
     # race_tau "seeded": the emitter's seed 2 nats above the argmax group's score
     "seed-high": (
         r"_tau_key\(score\), mask=use_q & \(score > _NEG_INF\)",
@@ -159,6 +169,7 @@ _OVERTIGHT_CONFIG = {
     "seed-high": "16-tiles-seeded",
     "lazy-shared-high": "4-tiles-shared",
     "noise-wrong-slot": "2-groups-per-tile",
+    "ready-j-next-row": "4-tiles-ready-j",
 }
 
 
@@ -166,7 +177,8 @@ _OVERTIGHT_CONFIG = {
 def test_an_overtight_screen_fails_the_comparison(bug):
     """The comparison above can fail: a copy of the kernel module whose screen skips groups that
     could still win (every bound 2 nats low, or the accept kernel's threshold 2 nats high, or a published
-    score 2 nats high) or whose race_noise_once takes a read tile's noise from the next tile's slots must
+    score 2 nats high) or whose race_noise_once takes a read tile's noise from the next tile's slots, or whose
+    ready_j races the row after the emit row, must
     differ from the streamed race on some residual-race rows of the same kind of batch (16-tile
     programs, fp32; 4-tile programs for the shared threshold, which needs several programs per row)."""
     overtight = patched_module("specsample.kernels.logits", [OVERTIGHT[bug]])
