@@ -5,7 +5,9 @@ file, so the copy must be one)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import statistics
 import tempfile
 
 STAMP_GPU = '''
@@ -60,3 +62,31 @@ def load_generated(module: str, sources: str, interpreting: bool, name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def timed_medians(call, production, flush, calls: int, read) -> dict:
+    """Medians over `calls` calls of `call`, each after `flush`, of the fields of `read()` (that call's stamps
+    as a timeline dict; a field some calls lack takes the median over those that have it), then the zero_pause
+    µs of the stamped and the production call (ab_device_time.timed_after, 100 calls each). GPU only."""
+    import torch
+
+    from benchmarks.diagnostics.ab_device_time import timed_after
+
+    lines = []
+    for _ in range(calls):
+        flush()
+        call()
+        torch.cuda.synchronize()
+        lines.append(read())
+    keys = dict.fromkeys(key for line in lines for key in line)
+    out = {key: round(statistics.median(t[key] for t in lines if key in t), 3) for key in keys}
+    out["zero_pause_us_stamped"] = round(timed_after(call, flush, 100), 3)
+    out["zero_pause_us_production"] = round(timed_after(production, flush, 100), 3)
+    return out
+
+
+def append_record(path: str, record: dict) -> None:
+    """One JSON line appended to `path`, and printed."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+    print(json.dumps(record), flush=True)

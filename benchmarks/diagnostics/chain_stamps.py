@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, REPO)
 
-from benchmarks.diagnostics._stamps import load_generated, replace_once  # noqa: E402
+from benchmarks.diagnostics._stamps import append_record, load_generated, replace_once, timed_medians  # noqa: E402
 
 SHAPES = ((16, 4, 128256), (64, 4, 151936), (128, 8, 128256), (1, 4, 32000))
 PROGRAM_STAMPS = ("start", "prologue", "stream", "arrival")  # s0..s3
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--config wants NAME=INT, got {args.config}")
     kernel = load_stamped_kernel(not cuda)
     if cuda:
-        from benchmarks.diagnostics.ab_device_time import timed_after, zero_pause_flush
+        from benchmarks.diagnostics.ab_device_time import zero_pause_flush
 
         flush = zero_pause_flush()
     for b, k, v in shapes:
@@ -263,15 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                   "equal_to_production": all(torch.equal(a, c) for a, c in zip(result, want, strict=True)),
                   "programs": programs.shape[0]}  # fmt: skip
         if cuda:
-            lines = []
-            for _ in range(args.calls):
-                flush()
-                call()
-                torch.cuda.synchronize()
-                lines.append(timeline(programs.cpu().numpy(), emits.cpu().numpy()))
-            record.update({key: round(statistics.median(t[key] for t in lines), 3) for key in lines[0]})
-            record["zero_pause_us_stamped"] = round(timed_after(call, flush, 100), 3)
-            record["zero_pause_us_production"] = round(timed_after(production, flush, 100), 3)
+            record.update(timed_medians(call, production, flush, args.calls,
+                                        lambda: timeline(programs.cpu().numpy(), emits.cpu().numpy())))  # fmt: skip
             if args.raw:
                 os.makedirs(args.raw, exist_ok=True)
                 np.savez_compressed(
@@ -282,9 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             record.update(timeline(programs.cpu().numpy(), emits.cpu().numpy()))
             record["stamps_nonzero"] = bool(np.any(programs.cpu().numpy()))
-        with open(args.out, "a") as f:
-            f.write(json.dumps(record) + "\n")
-        print(json.dumps(record), flush=True)
+        append_record(args.out, record)
     return 0
 
 

@@ -48,7 +48,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, REPO)
 
 from benchmarks.diagnostics.ab_device_time import parse_case  # noqa: E402  (no torch at import)
-from benchmarks.diagnostics._stamps import load_generated, replace_once  # noqa: E402
+from benchmarks.diagnostics._stamps import append_record, load_generated, replace_once, timed_medians  # noqa: E402
 
 STAMPS = ("start", "ready", "read", "merge", "pass_wait")  # s0..s4
 WORDS = len(STAMPS) + 3  # + tiles read, arrival counter seen, SM
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = [json.loads(c) for c in args.config] or [{}]
     kernel = load_stamped_kernel(not cuda)
     if cuda:
-        from benchmarks.diagnostics.ab_device_time import timed_after, zero_pause_flush
+        from benchmarks.diagnostics.ab_device_time import zero_pause_flush
 
         flush = zero_pause_flush()
     for name, b, k, v, dtype in cases:
@@ -228,16 +228,8 @@ def main(argv: list[str] | None = None) -> int:
                       "num_accepted_mean": float(want.num_accepted.float().mean()),
                       "equal_to_production": all(torch.equal(g, w) for g, w in zip(got, want, strict=True))}  # fmt: skip
             if cuda:
-                lines = []
-                for _ in range(args.calls):
-                    flush()
-                    call()
-                    torch.cuda.synchronize()
-                    lines.append(timeline(stamps.cpu().numpy(), tiles))
-                record.update({key: round(statistics.median(t[key] for t in lines if key in t), 3)
-                               for key in lines[0]})  # fmt: skip
-                record["zero_pause_us_stamped"] = round(timed_after(call, flush, 100), 3)
-                record["zero_pause_us_production"] = round(timed_after(production, flush, 100), 3)
+                record.update(timed_medians(call, production, flush, args.calls,
+                                            lambda s=stamps, t=tiles: timeline(s.cpu().numpy(), t)))  # fmt: skip
                 if args.raw:
                     os.makedirs(args.raw, exist_ok=True)
                     tag = "-".join(f"{k}_{v}" for k, v in sorted(config.items())) or "default"
@@ -247,9 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                 record.update(timeline(st, tiles))
                 record["tiles_read"] = int(st[:, len(STAMPS)].sum())
                 record["merges"] = int((st[:, len(STAMPS) + 1] == chunks - 1).sum())
-            with open(args.out, "a") as f:
-                f.write(json.dumps(record) + "\n")
-            print(json.dumps(record), flush=True)
+            append_record(args.out, record)
     return 0
 
 

@@ -1724,12 +1724,12 @@ def _screened_race(req, req_ok, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, o
     S: tl.constexpr = TILES_P2 * NG
     slot = tl.arange(0, S)
     groups = chunk * (TILES * NG) + slot.to(tl.int64)[None, :] + req[:, None] * 0  # [R, S]
-    exists = sampled[:, None] & ((slot // NG) < TILES)[None, :] & (groups * _GROUP < V)
+    in_chunk = ((slot // NG) < TILES)[None, :] & (groups * _GROUP < V)  # [R, S] the chunk's groups of row j
+    exists = sampled[:, None] & in_chunk
     row = (req * (K + 1) + j) * NP
-    if FLAGS_LATE:  # loaded where the row has the group, then kept where sampled (the flags come from
+    if FLAGS_LATE:  # loaded for every request of the block, then kept where sampled (the flags come from
         # row_i, a load that row j's need not wait for)
-        in_row = req_ok[:, None] & ((slot // NG) < TILES)[None, :] & (groups * _GROUP < V)
-        exists = exists & req_ok[:, None]  # (sampled holds only where req_ok: the same mask, said so)
+        in_row = req_ok[:, None] & in_chunk
         mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, in_row, NP, shift_p, norm_p, scale2,
                                       PARTS, FAST_LOG)  # fmt: skip
         mass_p = tl.where(exists, mass_p, _NEG_INF)
@@ -1737,8 +1737,6 @@ def _screened_race(req, req_ok, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, o
         mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, exists, NP, shift_p, norm_p, scale2,
                                       PARTS, FAST_LOG)  # fmt: skip
     log_e = _group_log_e(seed, offset, groups, j, FAST_LOG)
-    log_e_tiles = tl.reshape(log_e, (BLOCK_ROWS, TILES_P2, NG))  # NOISE_ONCE
-    tile_slot = tl.arange(0, TILES_P2)[None, :, None]
     best_p, group_p = _best_slot(mass_p - log_e, groups)
     bound = tl.where(mass_p > _FLUSH_LOG_P, mass_p, _FLUSH_BOUND) - log_e + _SCREEN_SLACK
     bound = tl.where(exists & use_q[:, None], bound, _NEG_INF)
@@ -1759,7 +1757,8 @@ def _screened_race(req, req_ok, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, o
                                   scale2, st_v, sd_v, FAST_LOG)  # fmt: skip
             tile_g = (chunk * TILES + t) * NG + tl.arange(0, NG).to(tl.int64)[None, :] + req[:, None] * 0
             if NOISE_ONCE:  # slot [t, k] of the bounds' noise (finite: E > 0)
-                log_e_t = tl.max(tl.where(tile_slot == t, log_e_tiles, _NEG_INF), axis=1)
+                log_e_tiles = tl.reshape(log_e, (BLOCK_ROWS, TILES_P2, NG))
+                log_e_t = tl.max(tl.where(tile_ids[:, :, None] == t, log_e_tiles, _NEG_INF), axis=1)
             else:
                 log_e_t = _group_log_e(seed, offset, tile_g, j, FAST_LOG)
             score = tl.where(want[:, None], tile_r - log_e_t, _NEG_INF)
@@ -2437,7 +2436,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # screened race): the part statistics' loads masked by the row's geometry, the flags applied after;
     # offline SASS (benchmarks/sass/kernel_sass.py with Triton 3.6, sm_90, bf16, 8 tiles of 512, shared
     # threshold, the lazy tau and the noise once): 165 -> 96 registers, 4,040 -> 2,304 instructions
-    # (ready_j with it: 96, 2,336), so more race programs fit an SM. Session 52, neither timed (the
+    # (ready_j with it: 96, 2,344), so more race programs fit an SM. Session 52, neither timed (the
     # device budget was spent): predicted -0.5 to -0.8 µs at classic bf16 (64, 4, 151936) for ready_j,
     # run 264's stamps having a program without a tile to read at 2.2 µs from its ready word to its
     # candidates, ~0.6-0.8 of it the row_i round trip that row j's loads waited for; race_flags_late's

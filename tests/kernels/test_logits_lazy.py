@@ -386,7 +386,8 @@ def test_poll_leaves_the_state_zero(drafts, planted):
         words, _ = _state_words_after_call(module, config, classic=classic)
     finally:
         discard_stream_buffers("logits_lazy_state")
-    if planted:
+    if planted:  # every word as its emit released it (2 j + 1; j is num_accepted only until the pick, which
+        # rewrites the outputs of rows it finds without mass)
         assert (words[:, 2] % 2 == 1).all(), f"the planted copy left ready words {words[:, 2]}"
     else:
         assert not words.any(), f"state left after the call: {np.argwhere(words)[:5]}"

@@ -148,8 +148,8 @@ OVERTIGHT = {  # planted bugs: screens that skip groups which could still win
     "lazy-shared-high": (r"key = _tau_key\(best\)", "key = _tau_key(best + 2.0)"),
     # race_noise_once: a read tile's noise taken from the next tile's slots
     "noise-wrong-slot": (
-        r"tl\.where\(tile_slot == t, log_e_tiles",
-        "tl.where(tile_slot == (t + 1) % TILES_P2, log_e_tiles",
+        r"tl\.where\(tile_ids\[:, :, None\] == t, log_e_tiles",
+        "tl.where(tile_ids[:, :, None] == (t + 1) % TILES_P2, log_e_tiles",
     ),
     # ready_j: the race's j one position past the ready word's (clamped to K: rows j < K race row j + 1)
     "ready-j-next-row": (
