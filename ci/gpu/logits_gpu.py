@@ -114,9 +114,6 @@ NO_RACE_POLL = {"race_poll": False}
 # the tail's emitters seeding the shared threshold (race_tau "seeded", session 48; opt-in: no faster on
 # the H200, run 261)
 SEEDED_TAU = {"race_tau": "seeded"}
-# the race taking j from its request's ready word and row j's part statistics before the flags (ready_j with
-# race_flags_late, session 52; opt-in, not timed yet)
-READY_J = {"ready_j": True, "race_flags_late": True}
 SCREEN_GRAPH = {"race_screen": True, "race_tiles": 8}
 ONE_HOT_COUPLED = [EIGHT_WARP_STATS,
                    {"stats_block": 1024, "stats_tiles": 8, "stats_warps": 2}, {"pick_warps": 1}]  # fmt: skip
@@ -342,7 +339,6 @@ def main() -> int:
         lambda: coupling(64, 4, 151936, "bf16", True, gen, NO_RACE_POLL),
         lambda: coupling(64, 4, 151936, "bf16", True, gen, SEEDED_TAU),
         lambda: coupling(128, 8, 128256, "fp32", True, gen, SEEDED_TAU, fallback=True),
-        lambda: coupling(64, 4, 151936, "bf16", True, gen, READY_J),
         lambda: coupling(64, 4, 151936, "bf16", True, gen, None, hostile=True),
         lambda: coupling(64, 4, 151936, "bf16", False, gen, None, hostile=True),
         lambda: coupling(32, 8, 128256, "fp32", True, gen, None, hostile=True),
@@ -357,7 +353,6 @@ def main() -> int:
         lambda: graph_check(gen, {**SCREEN_GRAPH, **SHARED_TAU}, key="graph_classic_shared_tau_no_tail"),
         lambda: graph_check(gen, {**SCREEN_GRAPH, **NO_RACE_POLL}, key="graph_classic_no_race_poll"),
         lambda: graph_check(gen, {**SCREEN_GRAPH, **SEEDED_TAU}, key="graph_classic_seeded"),
-        lambda: graph_check(gen, {**SCREEN_GRAPH, **READY_J}, key="graph_classic_ready_j"),
     ]
     steps += graph_steps
     if os.environ.get("LOGITS_GPU_PERF_ONLY"):  # the timing sweep alone (coupling: a full run)
@@ -399,10 +394,9 @@ def main() -> int:
     graphs = (RESULTS["graph"], RESULTS.get("graph_one_hot"), RESULTS.get("graph_one_hot_no_poll"),
               RESULTS.get("graph_classic_screened"), RESULTS.get("graph_classic_no_tail"),
               RESULTS.get("graph_classic_shared_tau_no_tail"), RESULTS.get("graph_classic_no_race_poll"),
-              RESULTS.get("graph_classic_seeded"), RESULTS.get("graph_classic_ready_j"))  # fmt: skip
+              RESULTS.get("graph_classic_seeded"))  # fmt: skip
     print("graph: {}; one-hot: {}; one-hot pick_poll off: {}; classic screened: {}; classic_tail off: {}; "
-          "race_tau shared without the tail: {}; race_poll off: {}; race_tau seeded: {}; "
-          "ready_j: {}".format(*graphs))  # fmt: skip
+          "race_tau shared without the tail: {}; race_poll off: {}; race_tau seeded: {}".format(*graphs))  # fmt: skip
     print(f"\nperformance (us, median); copy bandwidth {RESULTS['copy_bw'] or 0:.3e} B/s")
     print(f"{'B,K,V':>16} {'dtype':>5} {'mode':>8} {'floor':>7} {'eager':>7} {'graph':>7} {'stats':>7} "
           f"{'%floor(g)':>9} {'%floor(e)':>9} {'torch':>7}  graph per config "

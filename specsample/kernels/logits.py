@@ -937,7 +937,7 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
                           seed_ptr, offset_ptr, tau_ptr, V, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b, K,
                           GW, FAST_LOG)  # fmt: skip
             if PICK_POLL:  # the outputs and row_f / row_i stored (any thread), then the ready word released,
-                # holding 2 j + 1: nonzero, and the emit position for a waiter that reads it (ready_j)
+                # holding 2 j + 1 (nonzero; the emit position, which the tests check)
                 tl.debug_barrier()
                 tl.atomic_xchg(_ready_word(state_ptr, B, b), (2 * j + 1).to(tl.int32), mask=emit,
                                sem="release")  # fmt: skip
@@ -1700,7 +1700,7 @@ def _screened_race(req, req_ok, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, o
                    K: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr,
                    GW: tl.constexpr, TILES_P2: tl.constexpr, PARTS: tl.constexpr, FAST_LOG: tl.constexpr,
                    SHARED_TAU: tl.constexpr = False, TAU_LAZY: tl.constexpr = False,
-                   NOISE_ONCE: tl.constexpr = False, FLAGS_LATE: tl.constexpr = False):  # fmt: skip
+                   NOISE_ONCE: tl.constexpr = False):  # fmt: skip
     # Classic drafts, the race of one chunk of row j without reading what cannot win. Since
     # r = max(0, p - q) <= p, every group's score obeys
     #   log R_g - log E_g <= log P_g - log E_g =: bound_g,
@@ -1716,8 +1716,7 @@ def _screened_race(req, req_ok, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, o
     # p's race (the fallback) and a bonus row's race (r = p) take log P_g itself. TAU_LAZY
     # (race_tau_lazy): the lead tile's best is published without waiting (_share_tau_lazy) and the word
     # read only where a later tile's bound reaches max(best, tau). NOISE_ONCE (race_noise_once): a read
-    # tile's log E_g are taken from the bounds' (the same Philox words), not drawn again. FLAGS_LATE
-    # (race_flags_late, ready_j): row j's part statistics loaded without waiting for row_i's flags.
+    # tile's log E_g are taken from the bounds' (the same Philox words), not drawn again.
     # Returns the chunk's (best residual score, its group, best score over p, its group) [R], ties
     # to the smallest group as _best_slot.
     NG: tl.constexpr = BLOCK_V // GW
@@ -1727,15 +1726,8 @@ def _screened_race(req, req_ok, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, o
     in_chunk = ((slot // NG) < TILES)[None, :] & (groups * _GROUP < V)  # [R, S] the chunk's groups of row j
     exists = sampled[:, None] & in_chunk
     row = (req * (K + 1) + j) * NP
-    if FLAGS_LATE:  # loaded for every request of the block, then kept where sampled (the flags come from
-        # row_i, a load that row j's need not wait for)
-        in_row = req_ok[:, None] & in_chunk
-        mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, in_row, NP, shift_p, norm_p, scale2,
-                                      PARTS, FAST_LOG)  # fmt: skip
-        mass_p = tl.where(exists, mass_p, _NEG_INF)
-    else:
-        mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, exists, NP, shift_p, norm_p, scale2,
-                                      PARTS, FAST_LOG)  # fmt: skip
+    mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, exists, NP, shift_p, norm_p, scale2, PARTS,
+                                  FAST_LOG)  # fmt: skip
     log_e = _group_log_e(seed, offset, groups, j, FAST_LOG)
     best_p, group_p = _best_slot(mass_p - log_e, groups)
     bound = tl.where(mass_p > _FLUSH_LOG_P, mass_p, _FLUSH_BOUND) - log_e + _SCREEN_SLACK
@@ -1818,9 +1810,6 @@ def _race_block(
     SEEDED: tl.constexpr = False,  # SHARED_TAU: the words hold the emitters' seeds (_seed_tau) on entry
     TAU_LAZY: tl.constexpr = False,  # SHARED_TAU: _screened_race's
     NOISE_ONCE: tl.constexpr = False,  # SCREEN: _screened_race's
-    ready_seen=0,  # [R] (READY_J) the ready words the program read: 2 j + 1
-    READY_J: tl.constexpr = False,  # POLL: j from ready_seen, so that row j's loads need not wait for row_i
-    FLAGS_LATE: tl.constexpr = False,  # SCREEN: _screened_race's
 ):  # fmt: skip
     # Classic drafts (one-hot drafts take _pick_in_groups): r_v = p_v - q_v where p_v > q_v,
     # p_v on the bonus row j = n; no residual mass: r = p (fallback).  Groups g of 256 tokens:
@@ -1832,8 +1821,6 @@ def _race_block(
     req_ok = req < B
     seed, offset, j, x_j, sampled, use_q, rejected, shift_p, norm_p, shift_q, norm_q, scale2 = _emit_row(
         req, req_ok, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr, ss_b, so_b)  # fmt: skip
-    if READY_J:  # the same j as row_i's (the emitter's word is 2 j + 1), known one round trip earlier
-        j = tl.minimum(ready_seen >> 1, K).to(tl.int64)
 
     # -- grouped race on this chunk of row j: every group's log mass into a slot, then the noise ---
     t_row = t_ptr + (req * st_b + j * st_k)  # [R] row j of each request
@@ -1850,7 +1837,7 @@ def _race_block(
         best_r, group_r, best_p, group_p = _screened_race(
             req, req_ok, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, offset, j, x_j, sampled, use_q, tau,
             tau_word, shift_p, norm_p, shift_q, norm_q, scale2, V, NP, st_v, sd_v, K, BLOCK_ROWS, BLOCK_V,
-            TILES, GW, TILES_P2, PARTS, FAST_LOG, SHARED_TAU, TAU_LAZY, NOISE_ONCE, FLAGS_LATE)  # fmt: skip
+            TILES, GW, TILES_P2, PARTS, FAST_LOG, SHARED_TAU, TAU_LAZY, NOISE_ONCE)  # fmt: skip
     else:
         mass_r, mass_p, log_e, zs = _streamed_masses(req, chunk, t_row, d_row, seed, offset, j, x_j, sampled,
                                                      use_q, shift_p, norm_p, shift_q, norm_q, scale2, V, st_v,
@@ -2066,8 +2053,6 @@ def _logits_race_kernel(
     SEEDED: tl.constexpr = False,  # SHARED_TAU, after the classic tail: its emitters seeded the words
     TAU_LAZY: tl.constexpr = False,  # SHARED_TAU (race_tau_lazy): publish without waiting, read if needed
     NOISE_ONCE: tl.constexpr = False,  # SCREEN (race_noise_once): a read tile's noise from the bounds'
-    READY_J: tl.constexpr = False,  # POLL (ready_j): j from the ready word, not row_i
-    FLAGS_LATE: tl.constexpr = False,  # SCREEN (race_flags_late, ready_j): row j's loads before the flags
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each. PDL: launched
     # while the accept kernel runs (the stats pass, with classic_tail); everything here depends on it.
@@ -2076,16 +2061,15 @@ def _logits_race_kernel(
     # last program zeroes the words (_race_merge).
     req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     ready = _ready_word(state_ptr, B, req)
-    word = tl.zeros((BLOCK_ROWS,), tl.int32)
     if POLL:
-        word = _spin_ready(ready, req < B, SPINS, PDL, READY_J)
+        _spin_ready(ready, req < B, SPINS, PDL)
     elif PDL:
         gdc_wait()
     _race_block(tl.program_id(0), tl.program_id(1), t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr,
                 row_i_ptr, best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, ready, tokens_ptr, fallback_ptr,
                 valid_ptr, gmax_ptr, gsum_ptr, B, V, NC2, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
                 K, BLOCK_ROWS, BLOCK_V, TILES, GW, TILES_P2, FAST_LOG, P_IN_MERGE, NCB2, SCREEN,
-                PARTS, SHARED_TAU, POLL, SEEDED, TAU_LAZY, NOISE_ONCE, word, READY_J, FLAGS_LATE)  # fmt: skip
+                PARTS, SHARED_TAU, POLL, SEEDED, TAU_LAZY, NOISE_ONCE)  # fmt: skip
     if POLL:
         if PDL:
             gdc_wait()
@@ -2143,26 +2127,20 @@ def _logits_pick_kernel(
 
 
 @triton.jit
-def _spin_ready(ready_ptr, ok, SPINS: tl.constexpr, PDL: tl.constexpr, WORD: tl.constexpr = False):
+def _spin_ready(ready_ptr, ok, SPINS: tl.constexpr, PDL: tl.constexpr):
     """POLL (the classic race, ~38 programs per request at bf16 (64, 4, 151936)): _wait_ready with plain
     volatile loads for the spin, so the waiting programs do not queue atomics on the word the emitter
     releases, then one acquiring read of the word (which reads the emitter's release where it was seen:
     nothing else writes it before every program of the block has arrived) and a CTA barrier. At most
-    SPINS reads, then the wait for the whole pass, as _wait_ready. Returns the words read [R] (2 j + 1
-    once released); WORD (ready_j, whose caller takes j from them): a word still 0 after the spin is read
-    again once the whole pass has ended (0 again only if the tail never released it: a broken tail)."""
+    SPINS reads, then the wait for the whole pass, as _wait_ready."""
     waiting = ok
     spins = 0
     while (tl.max(waiting.to(tl.int32), axis=0) > 0) & (spins < SPINS):
         seen = tl.load(ready_ptr, mask=waiting, other=1, volatile=True)
         waiting = waiting & (seen == 0)
         spins += 1
-    word = tl.atomic_add(ready_ptr, 0, mask=ok, sem="acquire")
+    tl.atomic_add(ready_ptr, 0, mask=ok, sem="acquire")
     _wait_for_the_pass(waiting, PDL)
-    if WORD:
-        if tl.max((ok & (word == 0)).to(tl.int32), axis=0) > 0:  # rare: the spin's reads ran out
-            word = tl.atomic_add(ready_ptr, 0, mask=ok, sem="acquire")
-    return word
 
 
 @triton.jit
@@ -2429,20 +2407,21 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # fp32 0.997 / 0.997 at (64, 4, 151936), 0.999 / 0.999 at (128, 8, 128256).
     cfg["race_tau_lazy"] = True
     cfg["race_noise_once"] = True
-    # ready_j (race_poll): the race takes the emit position j from its request's ready word, which the
-    # tail's emitter releases as 2 j + 1, instead of loading row_i after its wait, and loads row j's part
-    # statistics without waiting for row_i's flags (race_flags_late), so those loads and the bounds'
-    # Philox calls start one round trip earlier, beside row_f's and row_i's. race_flags_late alone (the
-    # screened race): the part statistics' loads masked by the row's geometry, the flags applied after;
-    # offline SASS (benchmarks/sass/kernel_sass.py with Triton 3.6, sm_90, bf16, 8 tiles of 512, shared
-    # threshold, the lazy tau and the noise once): 165 -> 96 registers, 4,040 -> 2,304 instructions
-    # (ready_j with it: 96, 2,344), so more race programs fit an SM. Session 52, neither timed (the
-    # device budget was spent): predicted -0.5 to -0.8 µs at classic bf16 (64, 4, 151936) for ready_j,
-    # run 264's stamps having a program without a tile to read at 2.2 µs from its ready word to its
-    # candidates, ~0.6-0.8 of it the row_i round trip that row j's loads waited for; race_flags_late's
-    # fewer instructions and registers unpredicted in time.
-    cfg["ready_j"] = False
-    cfg["race_flags_late"] = False
+    # Tried and removed (session 53): ready_j (the race taking j from its request's ready word, 2 j + 1,
+    # instead of row_i) and race_flags_late (row j's part statistics loaded before row_i's flags; offline
+    # SASS 165 -> 96 registers, 4,040 -> 2,304 instructions). H100 run 270 (lazy_stats.py, two rounds,
+    # zero_pause µs, default / flags_late / both): classic bf16 (64, 4, 151936) 66.32 / 66.56 / 67.34 and
+    # 67.82 / 67.81 / 66.82, fp32 102.10 / 102.24 / 102.16 and 102.22 / 101.86 / 103.04, bf16 (128, 8,
+    # 128256) 119.86 / 120.22 / 119.95 and 119.97 / 120.45 / 120.67: no gain beyond the rounds' spread
+    # (predicted -0.5 to -0.8 µs); the stamps' late reads 2.19 / 2.18 / 2.13 µs.
+    # race_chunk_pick (the screened race, session 53, tried and removed): each race program drew the token
+    # in every group that took its lead, group by group as it read them (the draw on the tile's registers
+    # took 222 registers, offline), and stored it for the merge, which then read no group again. H100 run
+    # 271 (lazy_stats.py, two rounds, zero_pause µs, default -> chunk pick): classic bf16 (64, 4, 151936)
+    # 66.19 / 67.57 -> 72.00 / 72.61, fp32 102.43 / 101.70 -> 106.38 / 107.44, bf16 (128, 8, 128256)
+    # 119.82 / 119.66 -> 127.81 / 126.42 (predicted -0.5 to -1 µs); the stamps: late programs' reads 2.18
+    # -> 6.34 µs (median), the race 5.66 -> 12.21 µs past the pass. A float64 inverse CDF per leading group
+    # costs each reading program more than the merge's one re-read.
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
@@ -2666,7 +2645,6 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # stats_tail: the stats pass writing the outputs (_tail_arrival), then the pick or the race
     pick_poll = tail and not has_draft and bool(cfg["pick_poll"])
     race_poll = tail and has_draft and bool(cfg["race_poll"])
-    ready_j = race_poll and bool(cfg["ready_j"])  # the race's j from the ready word (race_poll's wait)
     # reads of a ready word before the pick or race waits for the whole pass instead: 1 under the
     # interpreter (the pass has ended when they start), else ~10 ms of reads, far past any pass
     spins = 1 if interpreting() else _READY_SPINS
@@ -2707,7 +2685,6 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                      POLL=race_poll, SPINS=spins, SEEDED=seeded,
                      TAU_LAZY=shared_tau and bool(cfg["race_tau_lazy"]),
                      NOISE_ONCE=screen and bool(cfg["race_noise_once"]),
-                     READY_J=ready_j, FLAGS_LATE=screen and (bool(cfg["race_flags_late"]) or ready_j),
                      num_warps=cfg["race_warps"],
                      **later)  # fmt: skip
     race_grid = (race_blocks, nc2)

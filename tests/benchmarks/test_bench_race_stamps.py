@@ -31,7 +31,6 @@ CONFIGS = {
     "screened": _GRID,
     "atomic-tau-noise-drawn": {**_GRID, "race_tau_lazy": False, "race_noise_once": False},
     "streamed": {**_GRID, "race_screen": False},
-    "ready-j": {**_GRID, "ready_j": True, "race_flags_late": True},
 }
 
 

@@ -202,6 +202,14 @@ FALLBACK_RACES = {  # vocabulary, config: where the fallback's race over p runs
     "screened": (13, {}),
     "screened-3-chunks": (700, {"race_block": 256, "race_tiles": 1}),
     "screened-2-tiles": (700, {"race_block": 256, "race_tiles": 2}),
+    # the target rows' statistics summed part by part (the screened race's bounds), the draft rows, equal to
+    # them, by _chunk_stats: the fallback needs p - q to be 0, not rounding. Default tiling (GPU: 512-token
+    # tiles of two parts; interpreter: one tile of 2048, eight parts), float32 and bf16 logits (the GPU's
+    # stats loop for 16-bit logits prefetches), then 512-token tiles. (Runs 272-273, H100 and H200: every row
+    # fell back, fp32 and bf16, as with the draft rows summed by parts, run 272's trial.)
+    "screened-parts": (1500, {}),
+    "screened-parts-bf16": (1500, {}, torch.bfloat16),
+    "screened-2-parts-per-tile": (1500, {"stats_block": 512, "stats_tiles": 1}),
     # unscreened: beside the residual's, in every race program
     "race-programs": (13, {**_STREAMED, "race_p_in_merge": False}),
     # unscreened: in the last-arriving program, only for rows without r
@@ -222,15 +230,15 @@ def test_empty_residual_falls_back_to_p(where):
     the float64 reference (same Philox stream) says; over 3000 requests every token is a p-token.
     The race over p runs in every race program (from the part statistics when screened) or,
     unscreened, where the residual has no mass, in the merge."""
-    vocab, config = FALLBACK_RACES[where]
+    vocab, config, dtype = (*FALLBACK_RACES[where], torch.float32)[:3]
     rng = np.random.default_rng(current_test_seed())
     batch = 3000
     lg = rng.normal(0, 2, (batch, 2, vocab))
     lg[:, :, 5] = -np.inf
     case = {
-        "target_logits": torch.tensor(lg, dtype=torch.float32),
+        "target_logits": torch.tensor(lg, dtype=dtype),
         "draft_token_ids": torch.full((batch, 1), vocab),
-        "draft_logits": torch.tensor(lg[:, :1], dtype=torch.float32),
+        "draft_logits": torch.tensor(lg[:, :1], dtype=dtype),
         "temperature": torch.full((batch,), 0.8),
         "seeds": torch.tensor(rng.integers(0, 2**62, batch)),
         "offsets": torch.tensor(rng.integers(0, 2**62, batch)),

@@ -102,13 +102,11 @@ TAILS = {"no-tail": {"stats_tail": False}, "no-poll": {"pick_poll": False}}
 # "shared"), each race program waiting for its own request's emit (race_poll)
 CLASSIC_TAIL = {"classic_tail": True}
 # classic drafts' paths other than the default: the accept kernel after the pass (no tail); the tail with
-# the race waiting for the whole pass (race_poll off); the tail's emitters seeding the race's threshold; the
-# race taking the emit position from its ready word (ready_j)
+# the race waiting for the whole pass (race_poll off); the tail's emitters seeding the race's threshold
 CLASSIC_TAILS = {
     "no-tail": {"classic_tail": False},
     "no-poll": {"race_poll": False},
     "seeded": {"race_tau": "seeded"},
-    "ready-j": {"ready_j": True},
 }
 # (tiling, dtype, classic, extra config): the default (recheck; one-hot drafts: stats_tail) in every
 # combination, one case without recheck, and one-hot drafts without the tail in every tiling and dtype
@@ -396,8 +394,7 @@ def test_poll_leaves_the_state_zero(drafts, planted):
 def test_pick_poll_emits_release_every_ready_word(monkeypatch):
     """With pick_poll, the statistics pass alone (the pick's launch left out) leaves every request's ready
     word at 2 j + 1, j its emit position (= its num_accepted): each request's emit released it, which the
-    pick waits for (a request without it would spin) and from which the race takes j (ready_j). The words
-    are cleared afterwards."""
+    pick waits for (a request without it would spin). The words are cleared afterwards."""
     config = {**TILINGS["row-per-program"], "stats_lazy": True, "pick_poll": True}
     original = kl.launch_keyed
     monkeypatch.setattr(kl, "_REPEATS", kl.call_memo())  # a remembered call launches without launch_keyed
