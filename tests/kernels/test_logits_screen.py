@@ -107,8 +107,9 @@ def test_screened_race_equals_streamed_race(chunking, dtype):
     float64 reference outside ambiguous rows; at least 60 residual-race rows (else the exact
     comparison would say little). One exception, on the GPU: with the accept kernel (no classic tail),
     a residual-race row that the reference flags ambiguous is left out. That kernel, compiled with the
-    screen's threshold or without it, rounds the emit row's statistics differently, which moves a
-    residual made of float32 rounding (p ~ q) and its winner: H100 run 275, row 467 of run 270's batch
+    screen's threshold or without it (16 warps or 1: its sums over the chunks reduce in other orders),
+    rounds the emit row's statistics differently, which moves a residual made of float32 rounding
+    (p ~ q) and its winner: H100 run 275, row 467 of run 270's batch
     (2-group tiles, fp32) gave 54 screened and 2992 streamed with the accept kernel, 54 both ways with
     the classic tail, unscreened included. The interpreter rounds alike in both: there no row is left out."""
     config = SCREENED[chunking]
