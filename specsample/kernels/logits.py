@@ -1723,8 +1723,7 @@ def _screened_race(req, req_ok, chunk, t_row, d_row, gmax_ptr, gsum_ptr, seed, o
     S: tl.constexpr = TILES_P2 * NG
     slot = tl.arange(0, S)
     groups = chunk * (TILES * NG) + slot.to(tl.int64)[None, :] + req[:, None] * 0  # [R, S]
-    in_chunk = ((slot // NG) < TILES)[None, :] & (groups * _GROUP < V)  # [R, S] the chunk's groups of row j
-    exists = sampled[:, None] & in_chunk
+    exists = sampled[:, None] & ((slot // NG) < TILES)[None, :] & (groups * _GROUP < V)
     row = (req * (K + 1) + j) * NP
     mass_p = _part_group_log_mass(gmax_ptr, gsum_ptr, row, groups, exists, NP, shift_p, norm_p, scale2, PARTS,
                                   FAST_LOG)  # fmt: skip
