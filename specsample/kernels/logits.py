@@ -2421,6 +2421,16 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # 119.82 / 119.66 -> 127.81 / 126.42 (predicted -0.5 to -1 µs); the stamps: late programs' reads 2.18
     # -> 6.34 µs (median), the race 5.66 -> 12.21 µs past the pass. A float64 inverse CDF per leading group
     # costs each reading program more than the merge's one re-read.
+    # race_spec_merge and race_warm_l2 (session 54, tried and removed; patches and tables in
+    # benchmarks/results/runs/2026-12-06-run276-279/). race_spec_merge: a chunk's candidate as one int64
+    # word that says whether it was written, every race program loading its requests' words before a relaxed
+    # arrival (no release before it), the last merging them, the shared words reset by the next call's
+    # emitters. H100 runs 276-277 (lazy_stats.py, three rounds, means, do_bench µs): classic bf16 (64, 4,
+    # 151936) 68.23 -> 67.72, fp32 104.30 -> 104.92; every draft accepted bf16 86.78 -> 88.90, fp32 143.71 ->
+    # 145.75 (the stamps: the race 6.02 -> 4.77 µs past the pass, and with every draft accepted the pass
+    # ending 2.2 µs later). race_warm_l2: prefetch.global.L2 of each race program's candidate slots, arrival
+    # counter and shared word before its wait. Run 278: bf16 (64, 4, 151936) 67.95 -> 68.83 (the merge 0.99
+    # -> 0.77 µs, the pass's end 0.9 µs later).
     unknown = set(overrides or {}) - set(cfg)
     if unknown:
         _fail(ValueError, "config", f"keys among {sorted(cfg)}", sorted(unknown))
