@@ -2422,7 +2422,7 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # -> 6.34 µs (median), the race 5.66 -> 12.21 µs past the pass. A float64 inverse CDF per leading group
     # costs each reading program more than the merge's one re-read.
     # race_spec_merge and race_warm_l2 (session 54, tried and removed; patches and tables in
-    # benchmarks/results/runs/2026-12-06-run276-279/). race_spec_merge: a chunk's candidate as one int64
+    # benchmarks/results/runs/2026-12-06-run276-281/). race_spec_merge: a chunk's candidate as one int64
     # word that says whether it was written, every race program loading its requests' words before a relaxed
     # arrival (no release before it), the last merging them, the shared words reset by the next call's
     # emitters. H100 runs 276-277 (lazy_stats.py, three rounds, means, do_bench µs): classic bf16 (64, 4,
