@@ -287,8 +287,8 @@ def verify(
             certify_sampler_family(family, sampler, budget, only=only, salt=salt, progress=tick, laws=laws)
     except _Deadline:
         run.stopped = (
-            f"stopped after {time.perf_counter() - t0:.0f} s (--max-seconds {max_seconds:g}): certificates "
-            f"after the {len(run.records)}th were not run"
+            f"stopped after {time.perf_counter() - t0:.0f} s (--max-seconds {max_seconds:g}): "
+            f"{len(run.records)} of the selected certificates ran, the rest were not run"
         )
     run.seconds = time.perf_counter() - t0
     return run
