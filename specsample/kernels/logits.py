@@ -51,7 +51,8 @@ uniforms before that wait (H200 runs 106-107: 3.3-4.7 µs less per call in do_be
    the program whose addition fixes the emit position j (rows 0..j all decided, `_emit_position`:
    exactly one program per request, the additions being atomic) writes the request's outputs and
    row j's statistics for the pick (`_tail_emit`), which then launches alone after the pass. The
-   program that adds the request's last decided bit zeroes its words for the next call. Outputs are
+   programs of rows already unused when they start (an earlier draft certainly rejected) do not arrive,
+   and the pick (or race) kernel zeroes the words and counters after the pass. Outputs are
    the three launches' bit for bit
    (tests/kernels/test_logits_lazy.py); H200 runs 237-240: 1.00-1.14x (zero_pause) on one-hot drafts
    from B = 1 to 256 (benchmarks/NOTES.md, session 43). Classic drafts (`classic_tail`, session 47):
@@ -647,23 +648,32 @@ def _stats_block(
                         state_ptr, V, NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS,
                         BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, RECHECK)  # fmt: skip
         if TAIL:
-            drafted = row_ok & (sampled | greedy) & (i < n)
-            if HAS_DRAFT_LOGITS:  # classic: the row's last program gathers, after its arrival (twice the
-                # programs arrive per row: H200 run 239 measured every classic program gathering in the
-                # lazy pass 1.2-1.6 µs slower, zero_pause, at bf16 (64, 4, 151936) and (128, 8, 128256))
-                gathered = (b, b, b, b, b)  # unused
-            else:
-                # one-hot: the decision's gathers, issued by every program as it arrives, so that a row's
-                # last program waits on the statistics alone after its arrival
-                x_i = _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K)
-                gathered = _draft_logits(b, i, x_i, drafted, sampled, t_ptr, t_ptr, seed_ptr, offset_ptr, V,
-                                         st_b, st_k, st_v, st_b, st_k, st_v, ss_b, so_b, K,
-                                         False)  # fmt: skip
-            _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
-                          targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
-                          row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr, seed_ptr, offset_ptr, B, V,
-                          NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tau_ptr, K, KP,
-                          BLOCK_ROWS, NCB, PICK_POLL, HAS_DRAFT_LOGITS, SEED_TAU, GW, FAST_LOG)  # fmt: skip
+            # rows that the flag read above already says unused (an earlier draft certainly rejected) need no
+            # decision, so their programs do not arrive: the last kernel zeroes the counters that such rows
+            # leave short, and the words, after the pass (_reset_tail_state). H100 runs 295-296 (session 60,
+            # ab_device_time, 00df044's package -> this, do_bench µs, four rounds): bf16 (64, 4, 151936)
+            # classic 67.91 / 66.98 -> 66.32 / 65.31, one-hot 37.18 / 36.74 -> 36.27 / 35.94 (means of three
+            # rounds / one); every draft accepted (lazy_stats.py, one reading) 86.56 -> 85.54, 53.89 -> 54.18
+            arrive = _recheck(row_ok, state, K + 1 - i)
+            if tl.max(arrive.to(tl.int32), axis=0) > 0:
+                drafted = arrive & (sampled | greedy) & (i < n)
+                if HAS_DRAFT_LOGITS:  # classic: the row's last program gathers, after its arrival (twice the
+                    # programs arrive per row: H200 run 239 measured every classic program gathering in the
+                    # lazy pass 1.2-1.6 µs slower, zero_pause, at bf16 (64, 4, 151936) and (128, 8, 128256))
+                    gathered = (b, b, b, b, b)  # unused
+                else:
+                    # one-hot: the decision's gathers, issued by every program as it arrives, so that a row's
+                    # last program waits on the statistics alone after its arrival
+                    x_i = _draft_id(b, i, drafted, x_ptr, sx_b, sx_k, K)
+                    gathered = _draft_logits(b, i, x_i, drafted, sampled, t_ptr, t_ptr, seed_ptr, offset_ptr,
+                                             V, st_b, st_k, st_v, st_b, st_k, st_v, ss_b, so_b, K,
+                                             False)  # fmt: skip
+                _tail_arrival(rows, b, i, arrive, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr,
+                              tsum_ptr, targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr,
+                              fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr,
+                              seed_ptr, offset_ptr, B, V, NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k,
+                              ss_b, so_b, tau_ptr, K, KP, BLOCK_ROWS, NCB, PICK_POLL, HAS_DRAFT_LOGITS,
+                              SEED_TAU, GW, FAST_LOG)  # fmt: skip
         elif K > 0:
             _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
                           offset_ptr, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tmax_ptr,
@@ -845,6 +855,20 @@ def _ready_word(state_ptr, B, b):
 
 
 @triton.jit
+def _reset_tail_state(req, req_ok, state_ptr, cnt_ptr, K: tl.constexpr, KP: tl.constexpr):
+    """TAIL: zero the statistics pass's state of requests `req` where `req_ok` [R] for the next call: the
+    flag and tail words (state words req STATE_WORDS and + 1) and the arrival counters of rows (req, 0..K).
+    The pick or race kernel calls it once per request after the pass has ended (griddepcontrol.wait, or
+    stream order), since a row whose programs found it unused never completes its count (_stats_block)."""
+    flags = state_ptr + req * _STATE_WORDS
+    tl.store(flags, 0, mask=req_ok)  # the flag
+    tl.store(flags + 1, 0, mask=req_ok)  # the tail's word of decided and rejected bits
+    pos = tl.arange(0, KP).to(tl.int64)[None, :]
+    counters = cnt_ptr + (req[:, None] * (K + 1) + pos) * _STATE_WORDS
+    tl.store(counters, 0, mask=req_ok[:, None] & (pos <= K))
+
+
+@triton.jit
 def _emit_position(word, n, K: tl.constexpr):
     """(j, determined) [R] of requests whose TAIL word is `word` [R] (bit p: row p decided; bit 16 + p:
     draft p rejected) and draft counts n [R]: j = the first rejection, else n; determined once rows
@@ -873,8 +897,9 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
     LAZY does, and adds its bits to request b's word (state word b STATE_WORDS + 1): bit i (decided)
     and bit 16 + i (rejected). The program whose addition makes the emit position j determined
     (_emit_position; exactly one per request, the additions being atomic) writes the request's outputs
-    (_tail_emit); the one that adds the last of the K+1 decided bits zeroes both words for the next
-    call (every row's program has then arrived, so none reads them again in this call). Every program
+    (_tail_emit). The programs of a row that an earlier certain rejection made unused do not arrive
+    (_stats_block), so the words and counters are zeroed for the next call after the pass, by the pick
+    or race kernel (_reset_tail_state). Every program
     loads its request's draft ids as it arrives (x_row, what an emitter writes), beside the counter's
     round trip. One-hot drafts: `gathered` is what _draft_logits gathered as the program arrived;
     classic drafts (HAS_DRAFT_LOGITS): the last program gathers l_i(x_i), d_i(x_i) itself (x_i from
@@ -896,7 +921,6 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
         arrivals = NC
     last = row_ok & (old == arrivals - 1)
     if tl.max(last.to(tl.int32), axis=0) > 0:
-        tl.atomic_xchg(cnt_ptr + at, 0, mask=last, sem="relaxed")
         flag_ptr = state_ptr + b * _STATE_WORDS
         # read beside the statistics: a row that an earlier rejection let the pass skip (even in part) has
         # no statistics to test, nor a use
@@ -941,10 +965,6 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
                 tl.debug_barrier()
                 tl.atomic_xchg(_ready_word(state_ptr, B, b), (2 * j + 1).to(tl.int32), mask=emit,
                                sem="release")  # fmt: skip
-        every_row = (1 << (K + 1)) - 1
-        done = last & ((after & every_row) == every_row)
-        tl.atomic_xchg(flag_ptr, 0, mask=done, sem="relaxed")
-        tl.atomic_xchg(flag_ptr + 1, 0, mask=done, sem="relaxed")
 
 
 @triton.jit
@@ -2032,6 +2052,7 @@ def _logits_race_kernel(
     t_ptr, d_ptr, seed_ptr, offset_ptr, row_f_ptr, row_i_ptr,  # see _race_block
     best_ptr, best_idx_ptr, arrivals_ptr, tau_ptr, tokens_ptr, fallback_ptr, valid_ptr, gmax_ptr, gsum_ptr,
     state_ptr,  # [2 B STATE_WORDS] int32 (POLL): b's ready word (_ready_word), 1 once its emit is stored
+    cnt_ptr,  # [B (K+1) STATE_WORDS] int32 (RESET): the stats pass's arrival counters
     B, V, NC2, NP,
     st_b, st_k, st_v, sd_b, sd_k, sd_v, ss_b, so_b,
     K: tl.constexpr,
@@ -2052,6 +2073,8 @@ def _logits_race_kernel(
     SEEDED: tl.constexpr = False,  # SHARED_TAU, after the classic tail: its emitters seeded the words
     TAU_LAZY: tl.constexpr = False,  # SHARED_TAU (race_tau_lazy): publish without waiting, read if needed
     NOISE_ONCE: tl.constexpr = False,  # SCREEN (race_noise_once): a read tile's noise from the bounds'
+    RESET: tl.constexpr = False,  # after the classic tail: zero its state once the pass has ended
+    KP: tl.constexpr = 1,  # RESET: next_pow2(K+1)
 ):  # fmt: skip
     # grid (request blocks, vocabulary chunks of the emit row): one _race_block each. PDL: launched
     # while the accept kernel runs (the stats pass, with classic_tail); everything here depends on it.
@@ -2072,6 +2095,9 @@ def _logits_race_kernel(
     if POLL:
         if PDL:
             gdc_wait()
+    if RESET:  # one program per request block, once the pass has ended (the wait above, or stream order)
+        if tl.program_id(1) == 0:
+            _reset_tail_state(req, req < B, state_ptr, cnt_ptr, K, KP)
 
 
 @triton.jit
@@ -2084,6 +2110,7 @@ def _logits_pick_kernel(
     gmax_ptr,  # [B*(K+1), NP] fp32 part references of _stats_block (one-hot drafts)
     gsum_ptr,  # [B*(K+1), NP] fp32 part sums
     state_ptr,  # [2 B STATE_WORDS] int32 (POLL): b's ready word (_ready_word), 1 once its emit is stored
+    cnt_ptr,  # [B (K+1) STATE_WORDS] int32 (RESET): the stats pass's arrival counters
     tokens_ptr,  # [B, K+1] int32 out, contiguous: the sampled rows' emitted token at j
     fallback_ptr,  # [B] bool out (sampled rows)
     valid_ptr,  # [B] bool out (sampled rows)
@@ -2098,6 +2125,8 @@ def _logits_pick_kernel(
     PDL: tl.constexpr = False,
     POLL: tl.constexpr = False,  # after the one-hot tail (pick_poll): wait per request, not per grid
     SPINS: tl.constexpr = 1,  # POLL: reads of a ready word before waiting for the whole pass instead
+    RESET: tl.constexpr = False,  # after the one-hot tail: zero its state once the pass has ended
+    KP: tl.constexpr = 1,  # RESET: next_pow2(K+1)
 ):  # fmt: skip
     # grid (request blocks), one-hot drafts, in place of the race kernel: _pick_in_groups on what
     # _accept_block left for each request. (Fused into the accept kernel, which has the same grid:
@@ -2123,6 +2152,8 @@ def _logits_pick_kernel(
         tl.atomic_xchg(ready, 0, mask=req_ok, sem="relaxed")
         if PDL:
             gdc_wait()
+    if RESET:  # the pass has ended (the wait above, the one before the pick, or stream order)
+        _reset_tail_state(req, req_ok, state_ptr, cnt_ptr, K, KP)
 
 
 @triton.jit
@@ -2691,7 +2722,7 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
                      GW=race_gw, TILES_P2=race_slots,
                      FAST_LOG=cfg["fast_log"], P_IN_MERGE=bool(cfg["race_p_in_merge"]) and not screen,
                      NCB2=min(next_pow2(nc2), 64), SCREEN=screen, PARTS=parts, SHARED_TAU=shared_tau,
-                     POLL=race_poll, SPINS=spins, SEEDED=seeded,
+                     POLL=race_poll, SPINS=spins, SEEDED=seeded, RESET=tail, KP=next_pow2(k_plus_1),
                      TAU_LAZY=shared_tau and bool(cfg["race_tau_lazy"]),
                      NOISE_ONCE=screen and bool(cfg["race_noise_once"]),
                      num_warps=cfg["race_warps"],
@@ -2701,7 +2732,8 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
         pick_rows = _rows_within_tile(cfg["race_rows"], slab * parts)
         race_meta = dict(K=num_k, BLOCK_ROWS=pick_rows, GB=slab, PARTS=parts,
                          GW=max(4, min(GROUP_TOKENS, next_pow2(vocab))), FAST_LOG=cfg["fast_log"],
-                         POLL=pick_poll, SPINS=spins, num_warps=cfg["pick_warps"], **later)  # fmt: skip
+                         POLL=pick_poll, SPINS=spins, RESET=tail, KP=next_pow2(k_plus_1),
+                         num_warps=cfg["pick_warps"], **later)  # fmt: skip
         race_grid = (cdiv(batch, pick_rows),)
     # the stats pass: target rows, and draft rows (classic) in programs of their own (axis 2)
     # (lazy: the same programs on one axis, _logits_stats_kernel)
@@ -2781,10 +2813,10 @@ def _kernel_args(lg, x, dl, temperature, seeds, offsets, n, result, scratch, siz
               num_groups, *st, *sd, *sx, s_temp, sn, s_seed, s_offset)  # fmt: skip
     if has_draft:
         last = (lg, d_arg, seeds, offsets, row_f, row_i, best, best_idx, arrivals, race_tau, tokens, fallback,
-                valid, gmax, gsum, state, batch, vocab, nc2, num_parts, *st, *sd, s_seed,
+                valid, gmax, gsum, state, stats_arrivals, batch, vocab, nc2, num_parts, *st, *sd, s_seed,
                 s_offset)  # fmt: skip
     else:
-        last = (lg, seeds, offsets, row_f, row_i, gmax, gsum, state, tokens, fallback, valid,
+        last = (lg, seeds, offsets, row_f, row_i, gmax, gsum, state, stats_arrivals, tokens, fallback, valid,
                 batch, vocab, num_parts, num_groups, *st, s_seed, s_offset)  # fmt: skip
     return stats, accept, last
 
