@@ -21,14 +21,14 @@ The statistics pass is timed eager (SPECSAMPLE_LAZY_STATS=0 unless set): the laz
 reset by the accept kernel, so a prefix without it would leave them set and later calls would skip
 rows (kernels/logits.py, session 31). The eager pass also keeps one-hot drafts on three launches: their
 lazy tail (stats_tail, which decides in the statistics pass and has no accept launch) is not timed here
-unless SPECSAMPLE_LAZY_STATS=1 is set; that is safe for one-hot drafts only (the tail's last programs zero
-its flags, word and counters themselves), and their prefixes of 1 and 2 are then the same launch.
-The same holds for classic drafts, whose tail (`classic_tail`) is the default since session 47 (`--config`,
-a launch_config override given to every call, turns it off): with SPECSAMPLE_LAZY_STATS=1 the prefix of 1
-is the statistics pass with its tail, and 3 adds the race. With the tail the emitters also set ready words
-that the pick or race (pick_poll, race_poll) waits on and zeroes: a prefix without that launch leaves them
-set, so the first whole call after it does not wait for its emits (its outputs are then wrong, and its
-time off by that call: the medians of 100 calls are not moved by one).
+unless SPECSAMPLE_LAZY_STATS=1 is set, and their prefixes of 1 and 2 are then the same launch. The same
+holds for classic drafts, whose tail (`classic_tail`) is the default since session 47 (`--config`, a
+launch_config override given to every call, turns it off): with SPECSAMPLE_LAZY_STATS=1 the prefix of 1 is
+the statistics pass with its tail, and 3 adds the race. Under the tail only the whole call (3) is a
+meaningful prefix since session 60: the pick or race zeroes the tail's flags, word and counters after the
+pass (the programs of rows already unused no longer arrive, so the pass cannot), and a prefix without it
+leaves them set, so that its later calls skip rows and miscount arrivals (their outputs are wrong and
+their times are not the pass's). Time the tail's pass alone in a patched copy, or the eager pass here.
 """
 
 from __future__ import annotations

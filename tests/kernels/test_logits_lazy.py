@@ -339,6 +339,15 @@ def test_state_kept_is_caught(bug):
         from specsample.kernels._arrivals import discard_arrival_counters
 
         discard_arrival_counters()
+        _discard_lazy_state()
+
+
+def _discard_lazy_state() -> None:
+    """Forget the lazy pass's state (the flags and the tail's words, the rows' arrival counters): a call cut
+    short before its pick or race, which zeroes it after the pass, or a planted copy leaves it set, and later
+    calls in the process would read it."""
+    discard_stream_buffers("logits_lazy_state")
+    discard_stream_buffers("logits_stats_arrivals")
 
 
 def _state_words_after_call(module, config: dict, classic: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -383,7 +392,7 @@ def test_poll_leaves_the_state_zero(drafts, planted):
     try:
         words, _ = _state_words_after_call(module, config, classic=classic)
     finally:
-        discard_stream_buffers("logits_lazy_state")
+        _discard_lazy_state()
     if planted:  # every word as its emit released it (2 j + 1; j is num_accepted only until the pick, which
         # rewrites the outputs of rows it finds without mass)
         assert (words[:, 2] % 2 == 1).all(), f"the planted copy left ready words {words[:, 2]}"
@@ -405,7 +414,7 @@ def test_pick_poll_emits_release_every_ready_word(monkeypatch):
     try:
         words, accepted = _state_words_after_call(kl, config)
     finally:
-        discard_stream_buffers("logits_lazy_state")
+        _discard_lazy_state()
     assert (words[:, 2] == 2 * accepted + 1).all(), f"ready words {words[:, 2]}, num_accepted {accepted}"
 
 
