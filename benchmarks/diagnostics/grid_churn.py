@@ -69,11 +69,12 @@ def _arrive(x_ptr, ids_ptr, cnt_ptr, out_ptr, item, V, NC):
 
 
 @triton.jit
-def _grid_kernel(x_ptr, flag_ptr, out_ptr, ids_ptr, cnt_ptr, V, NC, first_row, BLOCK: tl.constexpr,
-                 TILES: tl.constexpr, ARRIVE: tl.constexpr):  # fmt: skip
+def _grid_kernel(x_ptr, flag_ptr, out_ptr, ids_ptr, cnt_ptr, V, NC, BLOCK: tl.constexpr, TILES: tl.constexpr,
+                 ARRIVE: tl.constexpr):  # fmt: skip
     # x [rows, V]; flag [rows] int32 (1: skip the row); out [rows * NC] fp32; one program per (row, chunk)
-    # from row first_row on; ARRIVE: ids [rows] int64, cnt [rows * 32] int32 (zero between calls)
-    item = first_row * NC + tl.program_id(0)
+    # of the first rows (the grid's size says how many); ARRIVE: ids [rows] int64, cnt [rows * 32] int32
+    # (zero between calls)
+    item = tl.program_id(0)
     if tl.load(flag_ptr + item // NC) == 0:
         _chunk_sum(x_ptr, out_ptr, item, V, NC, BLOCK, TILES)
     if ARRIVE:
@@ -111,9 +112,9 @@ def configurations(B: int, K: int, V: int, dtype: torch.dtype, block: int, tiles
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     kw = dict(BLOCK=block, TILES=tiles, num_warps=1)
 
-    def grid(flag, first_row, nrows, arrive=False):
+    def grid(flag, nrows, arrive=False):
         n = nrows * nc
-        return [lambda x=x: _grid_kernel[(n,)](x, flag, out, ids, cnt, V, nc, first_row, ARRIVE=arrive, **kw)
+        return [lambda x=x: _grid_kernel[(n,)](x, flag, out, ids, cnt, V, nc, ARRIVE=arrive, **kw)
                 for x in xs]  # fmt: skip
 
     def persistent(per_sm, arrive=False):
@@ -121,13 +122,13 @@ def configurations(B: int, K: int, V: int, dtype: torch.dtype, block: int, tiles
                                                                 ARRIVE=arrive, **kw) for x in xs]  # fmt: skip
 
     confs = {
-        "all_read": grid(none, 0, rows),
-        "skip_grid": grid(late, 0, rows),
-        "read_only_grid": grid(none, 0, 2 * B),
+        "all_read": grid(none, rows),
+        "skip_grid": grid(late, rows),
+        "read_only_grid": grid(none, 2 * B),
     }
     for per_sm in (8, 16, 32):
         confs[f"persistent_{per_sm}"] = persistent(per_sm)
-    confs["skip_grid_arrive"] = grid(late, 0, rows, True)
+    confs["skip_grid_arrive"] = grid(late, rows, True)
     for per_sm in (16, 32):
         confs[f"persistent_{per_sm}_arrive"] = persistent(per_sm, True)
     return confs, dict(rows=rows, chunks=nc, programs=rows * nc, sms=sms)

@@ -29,7 +29,7 @@ def test_reads_flagged_rows_and_visits_every_item(kind, arrive, device):
     out = torch.full((ROWS * nc,), float("nan"), device=device)
     cnt = torch.zeros(ROWS * 32, dtype=torch.int32, device=device)
     if kind == "grid":
-        _grid_kernel[(ROWS * nc,)](x, flag, out, ids, cnt, V, nc, 0, BLOCK=BLOCK, TILES=TILES, ARRIVE=arrive)
+        _grid_kernel[(ROWS * nc,)](x, flag, out, ids, cnt, V, nc, BLOCK=BLOCK, TILES=TILES, ARRIVE=arrive)
     else:
         programs = int(kind.split("-")[1])
         _persistent_kernel[(programs,)](x, flag, out, ids, cnt, V, nc, ROWS * nc, BLOCK=BLOCK, TILES=TILES,

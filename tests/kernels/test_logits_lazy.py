@@ -351,15 +351,19 @@ def _discard_lazy_state() -> None:
 
 
 def _state_words_after_call(module, config: dict, classic: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """[B, 3] the lazy state's words (flag, the tail's word, the ready word of pick_poll / race_poll, on a
-    line of its own past the B lines of the first two) of every request after one one-hot (or classic)
-    call of make_batch's (edge cases included) by `module` with `config`, and the call's num_accepted [B]."""
+    """[B, 3 + K+1] the lazy state's words (flag, the tail's word, the ready word of pick_poll / race_poll,
+    on a line of its own past the B lines of the first two), then the arrival counters of rows (b, 0..K), of
+    every request after one one-hot (or classic) call of make_batch's (edge cases included) by `module` with
+    `config`, and the call's num_accepted [B]."""
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
-    state = stream_buffer(torch.device(DEVICE), "logits_lazy_state", 2 * BATCH * kl.STATE_WORDS, torch.int32,
-                          zeroed=True)  # fmt: skip
+    device = torch.device(DEVICE)
+    state = stream_buffer(device, "logits_lazy_state", 2 * BATCH * kl.STATE_WORDS, torch.int32, zeroed=True)
+    rows = BATCH * (NUM_K + 1)
+    counters = stream_buffer(device, "logits_stats_arrivals", rows * kl.STATE_WORDS, torch.int32, zeroed=True)
     result, _ = _lazy_call(module, case, config)
     lines = state[: 2 * BATCH * kl.STATE_WORDS].view(2, BATCH, kl.STATE_WORDS).cpu().numpy()
-    return np.concatenate([lines[0, :, :2], lines[1, :, :1]], axis=1), result[1]
+    counts = counters[: rows * kl.STATE_WORDS].view(BATCH, NUM_K + 1, kl.STATE_WORDS)[:, :, 0].cpu().numpy()
+    return np.concatenate([lines[0, :, :2], lines[1, :, :1], counts], axis=1), result[1]
 
 
 # the pick (pick_poll) or the race's last program (race_poll) leaves a request's ready word set (the next
@@ -383,8 +387,8 @@ def test_poll_leaves_the_state_zero(drafts, planted):
     request's emit sets its ready word and its pick, or the last of its race programs, zeroes it: after a
     call the flag, the tail's word and the ready word are 0 for every request (a ready word left set would
     let the next call's pick or race read that call's row j before its emit; under the interpreter, where
-    the pass ends before the pick starts, only this check sees it). The copy that leaves the ready words
-    set must fail it."""
+    the pass ends before the pick starts, only this check sees it), and so are the rows' arrival counters,
+    which the pick or race zeroes after the pass. The copy that leaves the ready words set must fail it."""
     classic = drafts == "classic"
     config = {**TILINGS["row-per-program"], "stats_lazy": True, "pick_poll": True, "race_poll": True,
               "race_screen": True}  # fmt: skip
