@@ -23,8 +23,9 @@ import triton
 import triton.language as tl
 
 import specsample.kernels.logits as kl
+from specsample.kernels._arrivals import discard_arrival_counters
 from specsample.kernels._launch import interpreting
-from specsample.kernels._stream_buffers import discard_stream_buffers, stream_buffer
+from specsample.kernels._stream_buffers import stream_buffer
 from specsample.kernels.result import SampleResult
 from specsample.stats import current_test_seed
 from specsample.verify.mutants import KERNEL_PATCHES, patched_module
@@ -336,18 +337,7 @@ def test_state_kept_is_caught(bug):
         lazy, _ = _lazy_call(planted, second, config)
         assert row_mismatch(lazy, SampleResult(*_eager(second, config))).any(), f"{bug} went unnoticed"
     finally:
-        from specsample.kernels._arrivals import discard_arrival_counters
-
         discard_arrival_counters()
-        _discard_lazy_state()
-
-
-def _discard_lazy_state() -> None:
-    """Forget the lazy pass's state (the flags and the tail's words, the rows' arrival counters): a call cut
-    short before its pick or race, which zeroes it after the pass, or a planted copy leaves it set, and later
-    calls in the process would read it."""
-    discard_stream_buffers("logits_lazy_state")
-    discard_stream_buffers("logits_stats_arrivals")
 
 
 def _state_words_after_call(module, config: dict, classic: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -396,7 +386,7 @@ def test_poll_leaves_the_state_zero(drafts, planted):
     try:
         words, _ = _state_words_after_call(module, config, classic=classic)
     finally:
-        _discard_lazy_state()
+        discard_arrival_counters()  # the state a call cut short, or a planted copy, leaves set
     if planted:  # every word as its emit released it (2 j + 1; j is num_accepted only until the pick, which
         # rewrites the outputs of rows it finds without mass)
         assert (words[:, 2] % 2 == 1).all(), f"the planted copy left ready words {words[:, 2]}"
@@ -418,7 +408,7 @@ def test_pick_poll_emits_release_every_ready_word(monkeypatch):
     try:
         words, accepted = _state_words_after_call(kl, config)
     finally:
-        _discard_lazy_state()
+        discard_arrival_counters()  # the state a call cut short, or a planted copy, leaves set
     assert (words[:, 2] == 2 * accepted + 1).all(), f"ready words {words[:, 2]}, num_accepted {accepted}"
 
 
