@@ -2134,8 +2134,8 @@ def _logits_pick_kernel(
     # 49 and 111; through memory behind a barrier it compiles but gains nothing once this launch is
     # a dependent one, run 112.) PDL: as the race. POLL: each program waits for its requests' ready
     # words (released by the tail's emitter, _tail_arrival), zeroes them, and waits for the statistics
-    # pass only at its end, so that this launch never completes before the pass (whose last programs
-    # reset the tail's state) and the call's outputs and state are whole when the stream moves on.
+    # pass only at its end, so that this launch never completes before the pass and the call's outputs
+    # are whole when the stream moves on. RESET: it then zeroes the tail's state (_reset_tail_state).
     req = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS).to(tl.int64)
     req_ok = req < B
     ready = _ready_word(state_ptr, B, req)
