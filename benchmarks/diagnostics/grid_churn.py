@@ -20,6 +20,11 @@ Configurations (bf16, [B (K+1), V], B = 64, K = 4, V = 151936 unless --case give
 - `skip_grid_arrive`, `persistent_N_arrive`: the same, every item (read or skipped) then arriving as the
   lazy pass's programs do (`_arrive`: the row's draft id, the logit it indexes, an acq_rel count on the
   row's own line), so that a skipped item costs its program the pass's dependent round trips.
+- `all_read_arrive`, `skip_grid_read_arrive`: the grid with only the read programs arriving (the lazy pass since
+  f936190: a skipped program reads its flag and exits), every row read / positions >= 2 flagged;
+- `coarse_tail_C`, `coarse_tail_C_all_read`: the same items and arrivals, but the rows of positions >= 2 launched as
+  programs of C chunks each (a flagged row costs cdiv(chunks, C) programs, not one per chunk; a read row's program
+  reads its C chunks one after another), positions >= 2 flagged / every row read.
 Timers: benchmarks.timing.CudaTimer (do_bench median with the 256 MB flush, CUDA-graph replays over two
 input copies). One JSON line per (round, configuration).
 """
@@ -70,15 +75,34 @@ def _arrive(x_ptr, ids_ptr, cnt_ptr, out_ptr, item, V, NC):
 
 @triton.jit
 def _grid_kernel(x_ptr, flag_ptr, out_ptr, ids_ptr, cnt_ptr, V, NC, BLOCK: tl.constexpr, TILES: tl.constexpr,
-                 ARRIVE: tl.constexpr):  # fmt: skip
+                 ARRIVE: tl.constexpr, ARRIVE_SKIPPED: tl.constexpr = True):  # fmt: skip
     # x [rows, V]; flag [rows] int32 (1: skip the row); out [rows * NC] fp32; one program per (row, chunk)
     # of the first rows (the grid's size says how many); ARRIVE: ids [rows] int64, cnt [rows * 32] int32
-    # (zero between calls)
+    # (zero between calls); ARRIVE_SKIPPED False: only the programs that read their chunk arrive
     item = tl.program_id(0)
-    if tl.load(flag_ptr + item // NC) == 0:
+    read = tl.load(flag_ptr + item // NC) == 0
+    if read:
         _chunk_sum(x_ptr, out_ptr, item, V, NC, BLOCK, TILES)
     if ARRIVE:
-        _arrive(x_ptr, ids_ptr, cnt_ptr, out_ptr, item, V, NC)
+        if ARRIVE_SKIPPED or read:
+            _arrive(x_ptr, ids_ptr, cnt_ptr, out_ptr, item, V, NC)
+
+
+@triton.jit
+def _coarse_tail_kernel(x_ptr, flag_ptr, out_ptr, ids_ptr, cnt_ptr, V, NC, HEAD_ROWS, PER_ROW,
+                        BLOCK: tl.constexpr, TILES: tl.constexpr, C: tl.constexpr):  # fmt: skip
+    # as _grid_kernel with ARRIVE and ARRIVE_SKIPPED False for the first HEAD_ROWS rows (a program per chunk);
+    # the later rows get PER_ROW = cdiv(NC, C) programs each, a program reading and arriving for up to C chunks
+    pid = tl.program_id(0)
+    head = HEAD_ROWS * NC
+    t = tl.maximum(pid - head, 0)
+    row = tl.where(pid < head, pid // NC, HEAD_ROWS + t // PER_ROW)
+    first = tl.where(pid < head, pid, row * NC + (t % PER_ROW) * C)
+    n = tl.where(pid < head, 1, tl.minimum(C, NC - (t % PER_ROW) * C))
+    if tl.load(flag_ptr + row) == 0:
+        for i in range(n):
+            _chunk_sum(x_ptr, out_ptr, first + i, V, NC, BLOCK, TILES)
+            _arrive(x_ptr, ids_ptr, cnt_ptr, out_ptr, first + i, V, NC)
 
 
 @triton.jit
@@ -112,9 +136,15 @@ def configurations(B: int, K: int, V: int, dtype: torch.dtype, block: int, tiles
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     kw = dict(BLOCK=block, TILES=tiles, num_warps=1)
 
-    def grid(flag, nrows, arrive=False):
+    def grid(flag, nrows, arrive=False, arrive_skipped=True):
         n = nrows * nc
-        return [lambda x=x: _grid_kernel[(n,)](x, flag, out, ids, cnt, V, nc, ARRIVE=arrive, **kw)
+        return [lambda x=x: _grid_kernel[(n,)](x, flag, out, ids, cnt, V, nc, ARRIVE=arrive,
+                                               ARRIVE_SKIPPED=arrive_skipped, **kw) for x in xs]  # fmt: skip
+
+    def coarse_tail(flag, c):
+        per_row = triton.cdiv(nc, c)
+        n = 2 * B * nc + (rows - 2 * B) * per_row
+        return [lambda x=x: _coarse_tail_kernel[(n,)](x, flag, out, ids, cnt, V, nc, 2 * B, per_row, C=c, **kw)
                 for x in xs]  # fmt: skip
 
     def persistent(per_sm, arrive=False):
@@ -131,6 +161,11 @@ def configurations(B: int, K: int, V: int, dtype: torch.dtype, block: int, tiles
     confs["skip_grid_arrive"] = grid(late, rows, True)
     for per_sm in (16, 32):
         confs[f"persistent_{per_sm}_arrive"] = persistent(per_sm, True)
+    confs["all_read_arrive"] = grid(none, rows, True, False)
+    confs["skip_grid_read_arrive"] = grid(late, rows, True, False)
+    for c in (4, nc):
+        confs[f"coarse_tail_{c}"] = coarse_tail(late, c)
+        confs[f"coarse_tail_{c}_all_read"] = coarse_tail(none, c)
     return confs, dict(rows=rows, chunks=nc, programs=rows * nc, sms=sms)
 
 
