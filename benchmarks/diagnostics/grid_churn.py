@@ -84,7 +84,9 @@ def _grid_kernel(x_ptr, flag_ptr, out_ptr, ids_ptr, cnt_ptr, V, NC, BLOCK: tl.co
     if read:
         _chunk_sum(x_ptr, out_ptr, item, V, NC, BLOCK, TILES)
     if ARRIVE:
-        if ARRIVE_SKIPPED or read:
+        if ARRIVE_SKIPPED:  # (constexpr and tensor kept apart: no `or` across them in Triton's frontend)
+            _arrive(x_ptr, ids_ptr, cnt_ptr, out_ptr, item, V, NC)
+        elif read:
             _arrive(x_ptr, ids_ptr, cnt_ptr, out_ptr, item, V, NC)
 
 
