@@ -650,10 +650,10 @@ def _stats_block(
         if TAIL:
             # rows that the flag read above already says unused (an earlier draft certainly rejected) need no
             # decision, so their programs do not arrive: the last kernel zeroes the counters that such rows
-            # leave short, and the words, after the pass (_reset_tail_state). H100 runs 295-296 (session 60,
-            # ab_device_time, 00df044's package -> this, do_bench µs, four rounds): bf16 (64, 4, 151936)
-            # classic 67.91 / 66.98 -> 66.32 / 65.31, one-hot 37.18 / 36.74 -> 36.27 / 35.94 (means of three
-            # rounds / one); every draft accepted (lazy_stats.py, one reading) 86.56 -> 85.54, 53.89 -> 54.18
+            # leave short, and the words, after the pass (_reset_tail_state). H200 runs 298 and 302 (session
+            # 63, ab_device_time, 00df044's package -> this, zero_pause µs, means of eight processes): bf16
+            # (64, 4, 151936) classic 59.62 -> 58.55, one-hot 33.25 -> 33.10 (graph 27.36 -> 27.05); every
+            # draft accepted (H100, lazy_stats.py, one reading) 86.56 -> 85.54, 53.89 -> 54.18
             arrive = _recheck(row_ok, state, K + 1 - i)
             if tl.max(arrive.to(tl.int32), axis=0) > 0:
                 drafted = arrive & (sampled | greedy) & (i < n)
