@@ -123,22 +123,28 @@ def parse_case(text: str, kernels: tuple[str, ...] | None = None) -> tuple:
 
 def _host_us(session, case, provider, calls: int = 200, rounds: int = 5) -> float:
     """Median over rounds of the host time per call of `calls` back-to-back calls (no sync inside)."""
-    import statistics
-
     import torch
 
     from benchmarks.inputs import make_inputs
 
     fn = provider.build(case, make_inputs(case, session.device))
+    return per_call_us(fn, calls, rounds, torch.cuda.synchronize)
+
+
+def per_call_us(fn, calls: int, rounds: int, sync) -> float:
+    """µs of host time per run of `fn`: the median over `rounds` of `calls` back-to-back runs, after one
+    warm-up run; `sync()` after the warm-up and after each round (no synchronisation inside a round)."""
+    import statistics
+
     fn()
-    torch.cuda.synchronize()
+    sync()
     per_call = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         per_call.append((time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
+        sync()
     return statistics.median(per_call)
 
 

@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -50,58 +48,67 @@ def _call(x: dict):
     return rejection_sample_logits(lg, ids, dl, temperature=temperature, seeds=seeds, offsets=offsets)
 
 
+def _remembered(x: dict) -> tuple:
+    """(tensors, signature, the repeat memo's entry) of the call on `x`, which must have launched once."""
+    from specsample.kernels import logits as L
+    from specsample.kernels._call_signature import tensor_signature
+
+    tensors = _tensors(x)
+    signature = tensor_signature(*tensors)
+    repeat = L._REPEATS.get(signature)
+    if repeat is None:
+        raise RuntimeError("the call was not remembered: no repeat path to time")
+    return tensors, signature, repeat
+
+
+def _outputs(repeat):
+    from specsample.kernels.result import empty_result
+
+    device, batch, k_plus_1 = repeat.plan_args[:3]
+    return empty_result(batch, k_plus_1, device)
+
+
+def _kernel_args(repeat, tensors: tuple, result) -> tuple:
+    """The kept scratch and the kernels' argument tuples, as _RepeatLogits takes them."""
+    from specsample.kernels import logits as L
+
+    scratch = repeat.scratch.get(repeat.plan_args[0], lambda: L._plan(*repeat.plan_args)[2])
+    return L._kernel_args(*tensors[:6], None, result, scratch, repeat.sizes)
+
+
+def _launches(repeat, args: tuple) -> None:
+    for go, stage in zip(repeat.go, repeat.stages, strict=True):
+        go(args[stage])
+
+
 def parts(x: dict) -> dict:
     """name -> zero-argument callable, each one part of a repeat call on inputs `x` (after one call)."""
     import torch
 
     from specsample.kernels import logits as L
     from specsample.kernels._call_signature import tensor_signature
-    from specsample.kernels.result import empty_result
 
     _call(x)
-    tensors = _tensors(x)
-    signature = tensor_signature(*tensors)
-    repeat = L._REPEATS.get(signature)
-    if repeat is None:
-        raise RuntimeError("the call was not remembered: no repeat path to time")
+    tensors, signature, repeat = _remembered(x)
     device, batch, k_plus_1 = repeat.plan_args[:3]
-    result = empty_result(batch, k_plus_1, device)
-
-    def kernel_args():
-        scratch = repeat.scratch.get(device, lambda: L._plan(*repeat.plan_args)[2])
-        return L._kernel_args(*tensors[:6], None, result, scratch, repeat.sizes)
-
-    args = kernel_args()
-
-    def launches():
-        for go, stage in zip(repeat.go, repeat.stages, strict=True):
-            go(args[stage])
-
+    result = _outputs(repeat)
+    args = _kernel_args(repeat, tensors, result)
     return {
         "call": lambda: _call(x),
         "signature": lambda: tensor_signature(*tensors),
         "memo_get": lambda: L._REPEATS.get(signature),
-        "empty_result": lambda: empty_result(batch, k_plus_1, device),
+        "empty_result": lambda: _outputs(repeat),
         "empty_one": lambda: torch.empty(batch, k_plus_1, dtype=torch.int32, device=device),
-        "kernel_args": kernel_args,
-        "launches": launches,
+        "kernel_args": lambda: _kernel_args(repeat, tensors, result),
+        "launches": lambda: _launches(repeat, args),
     }
 
 
 def decomposed(x: dict):
     """The repeat call rebuilt from the parts `parts` times, in the call's order; returns its result."""
-    from specsample.kernels import logits as L
-    from specsample.kernels._call_signature import tensor_signature
-    from specsample.kernels.result import empty_result
-
-    tensors = _tensors(x)
-    repeat = L._REPEATS[tensor_signature(*tensors)]
-    device, batch, k_plus_1 = repeat.plan_args[:3]
-    result = empty_result(batch, k_plus_1, device)
-    scratch = repeat.scratch.get(device, lambda: L._plan(*repeat.plan_args)[2])
-    args = L._kernel_args(*tensors[:6], None, result, scratch, repeat.sizes)
-    for go, stage in zip(repeat.go, repeat.stages, strict=True):
-        go(args[stage])
+    tensors, _, repeat = _remembered(x)
+    result = _outputs(repeat)
+    _launches(repeat, _kernel_args(repeat, tensors, result))
     return result
 
 
@@ -116,20 +123,10 @@ def check_decomposed(x: dict) -> None:
 
 
 def time_parts(x: dict, calls: int, rounds: int, sync) -> dict:
-    """µs per run of each part: the median over rounds of `calls` runs, `sync()` after each round."""
-    out = {}
-    for name, fn in parts(x).items():
-        fn()
-        sync()
-        per_run = []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            per_run.append((time.perf_counter() - t0) / calls * 1e6)
-            sync()
-        out[name] = statistics.median(per_run)
-    return out
+    """µs per run of each part (ab_device_time.per_call_us: the median over rounds of `calls` runs)."""
+    from benchmarks.diagnostics.ab_device_time import per_call_us
+
+    return {name: per_call_us(fn, calls, rounds, sync) for name, fn in parts(x).items()}
 
 
 def main(argv: list[str] | None = None) -> int:
