@@ -606,6 +606,8 @@ def _stats_block(
     SEED_TAU: tl.constexpr = False,  # TAIL, classic: seed the race's threshold (race_tau "seeded")
     GW: tl.constexpr = 256,  # SEED_TAU: the race's group width
     FAST_LOG: tl.constexpr = False,  # SEED_TAU: the race's
+    chunks=1,  # LAZY: this program reads chunks chunk, chunk + 1, ... (LATE_CHUNKS > 1: up to that many)
+    LATE_CHUNKS: tl.constexpr = 1,  # LAZY: 1, or the late positions' chunks a program (_logits_stats_kernel)
 ):  # fmt: skip
     # row r = (b, i), chunk c = columns [c TILES BLOCK_V, (c+1) TILES BLOCK_V):
     #   m_c = max_v l_v,  s_c = sum_v exp((l_v - m_c) / T)   (online over the TILES tiles)
@@ -639,14 +641,24 @@ def _stats_block(
         # one L2 read of the request's flag (H200 run 185: a volatile read of a bit-mask flag, with or
         # without a bounded wait for the previous position's decision, was slower in most cases)
         state = tl.load(state_ptr + b * _STATE_WORDS, mask=row_ok & (i > 0), other=0, cache_modifier=".cg")
-        need = _recheck(need, state, K + 1 - i)
-        d_need = _recheck(d_need, state, K + 1 - i)
-        todo = tl.where(draft_rows, d_need, need)
-        if tl.max(todo.to(tl.int32), axis=0) > 0:
-            _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr,
-                        d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr,
+        if LATE_CHUNKS == 1:
+            _lazy_chunk(rows, b, i, row_ok, need, d_need, state, sampled, greedy, inv_t, chunk, draft_rows,
+                        t_ptr, d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr,
                         state_ptr, V, NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS,
                         BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, RECHECK)  # fmt: skip
+        else:
+            flag = state
+            for k in range(chunks):
+                # the flag for the next chunk, read before this chunk's tiles (its round trip behind them);
+                # `chunks` compared at the rows' shape (no scalar-and-block `&` is a mask to the interpreter)
+                more = row_ok & (i > 0) & (i * 0 + k + 1 < chunks)
+                flag_next = tl.load(state_ptr + b * _STATE_WORDS, mask=more, other=0, cache_modifier=".cg")
+                _lazy_chunk(rows, b, i, row_ok, need, d_need, flag, sampled, greedy, inv_t, chunk + k,
+                            draft_rows, t_ptr, d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr,
+                            gmax_ptr, gsum_ptr, state_ptr, V, NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K,
+                            HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS,
+                            RECHECK)  # fmt: skip
+                flag = tl.maximum(flag, flag_next)
         if TAIL:
             # rows that the flag read above already says unused (an earlier draft certainly rejected) need no
             # decision, so their programs do not arrive: the last kernel zeroes the counters that such rows
@@ -672,18 +684,36 @@ def _stats_block(
                               tsum_ptr, targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr,
                               fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr,
                               seed_ptr, offset_ptr, B, V, NC, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k,
-                              ss_b, so_b, tau_ptr, K, KP, BLOCK_ROWS, NCB, PICK_POLL, HAS_DRAFT_LOGITS,
-                              SEED_TAU, GW, FAST_LOG)  # fmt: skip
+                              ss_b, so_b, tau_ptr, chunks, K, KP, BLOCK_ROWS, NCB, PICK_POLL,
+                              HAS_DRAFT_LOGITS, SEED_TAU, GW, FAST_LOG)  # fmt: skip
         elif K > 0:
             _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr,
                           offset_ptr, st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tmax_ptr,
-                          tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, state_ptr, cnt_ptr, V, NC, K,
+                          tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, state_ptr, cnt_ptr, V, NC, chunks, K,
                           HAS_DRAFT_LOGITS, BLOCK_ROWS, NCB)  # fmt: skip
     else:
         _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr, d_ptr,
                     tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, state_ptr, V, NC,
                     NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V, TILES,
                     LANE_I32, PREFETCH, PART_STATS)  # fmt: skip
+
+
+@triton.jit
+def _lazy_chunk(rows, b, i, row_ok, need, d_need, flag, sampled, greedy, inv_t, chunk, draft_rows, t_ptr,
+                d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, state_ptr, V, NC,
+                NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr,
+                BLOCK_ROWS: tl.constexpr, BLOCK_V: tl.constexpr, TILES: tl.constexpr, LANE_I32: tl.constexpr,
+                PREFETCH: tl.constexpr, PART_STATS: tl.constexpr, RECHECK: tl.constexpr):  # fmt: skip
+    """LAZY: _stats_rows of one chunk, for the rows that the request state `flag` (read before it) leaves
+    in use; nothing where it leaves none."""
+    need = _recheck(need, flag, K + 1 - i)
+    d_need = _recheck(d_need, flag, K + 1 - i)
+    todo = tl.where(draft_rows, d_need, need)
+    if tl.max(todo.to(tl.int32), axis=0) > 0:
+        _stats_rows(rows, b, i, row_ok, need, d_need, sampled, greedy, inv_t, chunk, draft_rows, t_ptr, d_ptr,
+                    tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr, state_ptr, V, NC,
+                    NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS, BLOCK_ROWS, BLOCK_V, TILES,
+                    LANE_I32, PREFETCH, PART_STATS, RECHECK)  # fmt: skip
 
 
 @triton.jit
@@ -813,15 +843,15 @@ def _certain_rejection(i, drafted, sampled, inv_t, gathered, big_m, log_s, arg, 
 @triton.jit
 def _lazy_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, t_ptr, d_ptr, x_ptr, seed_ptr, offset_ptr,
                   st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tmax_ptr, tsum_ptr, targ_ptr,
-                  dmax_ptr, dsum_ptr, state_ptr, cnt_ptr, V, NC, K: tl.constexpr,
+                  dmax_ptr, dsum_ptr, state_ptr, cnt_ptr, V, NC, chunks, K: tl.constexpr,
                   HAS_DRAFT_LOGITS: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr):  # fmt: skip
-    """LAZY: count this program's arrival at its rows (b, i < K); the last of the NC chunks (x 2 with
-    draft rows) resets the counter and, where the row's draft is certainly rejected, raises state_b
-    to K+1-i (atomic max: the earliest rejection found stays)."""
+    """LAZY: count this program's arrival at its rows (b, i < K), one per chunk it covered (`chunks`); the
+    last of the NC chunks (x 2 with draft rows) resets the counter and, where the row's draft is certainly
+    rejected, raises state_b to K+1-i (atomic max: the earliest rejection found stays)."""
     arrive = row_ok & (i < K)
     at = (b * K + tl.minimum(i, K - 1)) * _STATE_WORDS  # a 128-byte line per counter (STATE_WORDS)
-    old = tl.atomic_add(cnt_ptr + at, 1, mask=arrive, sem="acq_rel")
-    last = arrive & (old == NC * (2 if HAS_DRAFT_LOGITS else 1) - 1)
+    old = tl.atomic_add(cnt_ptr + at, chunks, mask=arrive, sem="acq_rel")
+    last = arrive & (old == NC * (2 if HAS_DRAFT_LOGITS else 1) - chunks)
     if tl.max(last.to(tl.int32), axis=0) > 0:
         tl.atomic_xchg(cnt_ptr + at, 0, mask=last, sem="relaxed")
         drafted = last & (sampled | greedy) & (i < n)
@@ -886,13 +916,16 @@ def _emit_position(word, n, K: tl.constexpr):
 def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr, tmax_ptr, tsum_ptr,
                   targ_ptr, state_ptr, cnt_ptr, tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr,
                   row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr, seed_ptr, offset_ptr, B, V, NC,
-                  st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tau_ptr, K: tl.constexpr,
-                  KP: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr, PICK_POLL: tl.constexpr,
+                  st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tau_ptr, chunks,
+                  K: tl.constexpr, KP: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr,
+                  PICK_POLL: tl.constexpr,
                   HAS_DRAFT_LOGITS: tl.constexpr, SEED_TAU: tl.constexpr = False, GW: tl.constexpr = 256,
                   FAST_LOG: tl.constexpr = False):  # fmt: skip
     """TAIL (LAZY): the accept kernel's work done by the stats programs. The last of the programs of
     row (b, i) (any position, the bonus row too; NC of them, 2 NC with draft logits: the draft
-    programs arrive too, bonus rows' included, which read nothing) decides draft i exactly
+    programs arrive too, bonus rows' included, which read nothing; a program adds one arrival per chunk it
+    covered, `chunks`, so a late position's program of LATE_CHUNKS chunks counts as that many) decides
+    draft i exactly
     (_certain_rejection with EXACT) where the row was read whole and is drafted, raises state_b as
     LAZY does, and adds its bits to request b's word (state word b STATE_WORDS + 1): bit i (decided)
     and bit 16 + i (rejected). The program whose addition makes the emit position j determined
@@ -914,12 +947,12 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
         # the part statistics this program's threads stored, ordered before the arrival (one thread's
         # release): with pick_poll the pick reads row j's after the emit, not after the pass
         tl.debug_barrier()
-    old = tl.atomic_add(cnt_ptr + at, 1, mask=row_ok, sem="acq_rel")
+    old = tl.atomic_add(cnt_ptr + at, chunks, mask=row_ok, sem="acq_rel")  # one per chunk covered
     if HAS_DRAFT_LOGITS:
         arrivals = NC * 2  # target and draft programs
     else:
         arrivals = NC
-    last = row_ok & (old == arrivals - 1)
+    last = row_ok & (old == arrivals - chunks)
     if tl.max(last.to(tl.int32), axis=0) > 0:
         flag_ptr = state_ptr + b * _STATE_WORDS
         # read beside the statistics: a row that an earlier rejection let the pass skip (even in part) has
@@ -1984,21 +2017,36 @@ def _logits_stats_kernel(
     SEED_TAU: tl.constexpr = False,
     GW: tl.constexpr = 256,
     FAST_LOG: tl.constexpr = False,
+    LATE_CHUNKS: tl.constexpr = 1,
+    LATE_FROM: tl.constexpr = 2,
 ):  # fmt: skip
     # grid (row blocks of the B*(K+1) target rows, vocabulary chunks, 2 with draft logits else 1):
     # one _stats_block each, axis 2 = 1 for the draft rows. LAZY: the same programs on one axis,
     # row block slowest (then chunk, then target / draft), so that the GPU, which starts programs in
     # the order of their index, starts a position's programs after the earlier positions'. PDL: the
     # accept kernel (launched with programmatic stream serialization) may start once every program
-    # here has started.
+    # here has started. LATE_CHUNKS > 1 (LAZY, `stats_late_chunks`): the row blocks from position LATE_FROM
+    # on (those past the first cdiv(LATE_FROM B, BLOCK_ROWS)) get a program per LATE_CHUNKS consecutive
+    # chunks (and side), in the same order after the earlier rows' programs, so that a row the flag
+    # makes unused costs cdiv(NC, LATE_CHUNKS) programs, not NC.
     if PDL:
         gdc_launch_dependents()
+    chunks = 1
     if LAZY:
         SIDES: tl.constexpr = 2 if HAS_DRAFT_LOGITS else 1
         pid = tl.program_id(0)
         side = pid % SIDES
         chunk = (pid // SIDES) % NC
         row_block = pid // SIDES // NC
+        if LATE_CHUNKS > 1:
+            blocks = (B * (K + 1) + BLOCK_ROWS - 1) // BLOCK_ROWS
+            head_blocks = tl.minimum((LATE_FROM * B + BLOCK_ROWS - 1) // BLOCK_ROWS, blocks)
+            per_row = (NC + LATE_CHUNKS - 1) // LATE_CHUNKS
+            late = pid - head_blocks * NC * SIDES  # (a multiple of SIDES: `side` stays pid % SIDES)
+            late_chunk = (late // SIDES) % per_row * LATE_CHUNKS
+            chunk = tl.where(late >= 0, late_chunk, chunk)
+            row_block = tl.where(late >= 0, head_blocks + late // SIDES // per_row, row_block)
+            chunks = tl.where(late >= 0, tl.minimum(NC - late_chunk, LATE_CHUNKS), 1)
     else:
         row_block = tl.program_id(0)
         chunk = tl.program_id(1)
@@ -2008,7 +2056,7 @@ def _logits_stats_kernel(
                  tokens_ptr, num_accepted_ptr, fallback_ptr, valid_ptr, row_f_ptr, row_i_ptr, tau_ptr, B, V,
                  NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, s_temp, sn_b, sx_b, sx_k, ss_b, so_b, K,
                  HAS_DRAFT_LOGITS, RAGGED, BLOCK_ROWS, BLOCK_V, TILES, LANE_I32, PREFETCH, PART_STATS, LAZY,
-                 NCB, RECHECK, TAIL, KP, PICK_POLL, SEED_TAU, GW, FAST_LOG)  # fmt: skip
+                 NCB, RECHECK, TAIL, KP, PICK_POLL, SEED_TAU, GW, FAST_LOG, chunks, LATE_CHUNKS)  # fmt: skip
 
 
 @triton.jit
@@ -2374,6 +2422,16 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     # 48.80 (42.29 / 42.06 -> 42.95 / 42.99), fp32 71.44 / 72.58 -> 67.71 / 67.87 (62.75 / 62.61 -> 58.76
     # / 58.64); every draft accepted: 0.5 to 1.9 µs faster zero_pause in all four cases.
     cfg["pick_poll"] = True
+    # stats_late_chunks (the lazy pass): the rows of positions >= stats_late_from launched as programs of this
+    # many consecutive chunks each (per side), not one program per chunk; each reads its chunks in turn,
+    # testing its request's flag before each (the next chunk's flag loaded before this chunk's tiles), and
+    # counts one arrival per chunk. A row that an earlier rejection makes unused then costs cdiv(NC, C)
+    # programs that read a flag and exit, not NC; a row it reads is read by fewer programs, C chunks each,
+    # one after another. H100 run 301 (grid_churn.py's bare model of the pass, 8-tile chunks, graph µs): C = 4
+    # at bf16 (128, 8, 128256) 39.43 -> 27.45 with positions >= 2 skipped, 96.28 -> 98.75 with every row read;
+    # at (64, 4, 151936) 17.29 -> 16.76 and 34.57 -> 37.51. 1: off.
+    cfg["stats_late_chunks"] = 1
+    cfg["stats_late_from"] = 2
     # classic_tail (classic drafts, the lazy pass with stats_tail, K+1 <= 16): stats_tail's decisions and
     # outputs for classic drafts too, the race kernel after the pass and no accept kernel, the screen's
     # threshold then shared by the race programs (race_tau "shared"). race_poll (with classic_tail):
@@ -2501,6 +2559,11 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     if not classic_tail and cfg["race_tau"] == "seeded":
         _fail(ValueError, "config['race_tau'] 'seeded'", "the classic tail (its emitters seed the threshold: "
               "stats_lazy, stats_tail and classic_tail on, K+1 <= 16)", "seeded")  # fmt: skip
+    late_chunks, late_from = cfg["stats_late_chunks"], cfg["stats_late_from"]
+    if not isinstance(late_chunks, int) or isinstance(late_chunks, bool) or late_chunks < 1:
+        _fail(ValueError, "config['stats_late_chunks']", "an int >= 1", late_chunks)
+    if not isinstance(late_from, int) or isinstance(late_from, bool) or late_from < 0:
+        _fail(ValueError, "config['stats_late_from']", "an int >= 0 (a position)", late_from)
     slab_parts = cfg["pick_slab_parts"]
     if slab_parts < 1 or slab_parts & (slab_parts - 1):
         _fail(ValueError, "config['pick_slab_parts']", "a power of two >= 1", slab_parts)
@@ -2692,11 +2755,15 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     tail_meta = dict(TAIL=True, KP=next_pow2(k_plus_1), PICK_POLL=pick_poll or race_poll) if tail else {}
     if seeded:
         tail_meta.update(SEED_TAU=True, GW=race_gw, FAST_LOG=cfg["fast_log"])
+    # stats_late_chunks: the lazy pass's rows from position stats_late_from on, C chunks a program (no
+    # change where a row has one chunk)
+    late_chunks = min(cfg["stats_late_chunks"], nc1) if lazy else 1
+    late_meta = dict(LATE_CHUNKS=late_chunks, LATE_FROM=cfg["stats_late_from"]) if late_chunks > 1 else {}
     stats_meta = dict(K=num_k, HAS_DRAFT_LOGITS=has_draft, RAGGED=ragged, BLOCK_ROWS=cfg["stats_rows"],
                       BLOCK_V=cfg["stats_block"], TILES=cfg["stats_tiles"], LANE_I32=lane_i32,
                       PREFETCH=cfg["stats_prefetch"], PDL=pdl, PART_STATS=screen, LAZY=lazy,
                       RECHECK=lazy and bool(cfg["stats_recheck"]), NCB=min(next_pow2(nc1), 64),
-                      num_warps=cfg["stats_warps"], **tail_meta,
+                      num_warps=cfg["stats_warps"], **tail_meta, **late_meta,
                       **({"maxnreg": cfg["stats_maxnreg"]} if cfg["stats_maxnreg"] else {}))  # fmt: skip
     # the accept kernel reads the chunk statistics NCB chunks per load round trip (all of them on the
     # GPU: 19 at V = 151936), fewer where the interpreter's [rows, K+1, NCB] block would grow too large
@@ -2739,7 +2806,13 @@ def _plan(device, batch: int, k_plus_1: int, vocab: int, has_draft: bool, ragged
     # (lazy: the same programs on one axis, _logits_stats_kernel)
     stats_grid = (cdiv(num_rows, cfg["stats_rows"]), nc1, 2 if has_draft else 1)
     if lazy:
-        stats_grid = (stats_grid[0] * stats_grid[1] * stats_grid[2],)
+        blocks, _, sides = stats_grid
+        # the row blocks before position stats_late_from's (all of them with late_chunks 1): a program per
+        # chunk; the later ones a program per late_chunks chunks (_logits_stats_kernel)
+        head = blocks
+        if late_chunks > 1:
+            head = min(cdiv(cfg["stats_late_from"] * batch, cfg["stats_rows"]), blocks)
+        stats_grid = ((head * nc1 + (blocks - head) * cdiv(nc1, late_chunks)) * sides,)
     grids = (stats_grid, (accept_blocks,), race_grid)
     metas = (stats_meta, accept_meta, race_meta)
     # the launches: all three, or with stats_tail the stats pass and the pick

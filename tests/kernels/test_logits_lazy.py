@@ -39,6 +39,17 @@ TILINGS = {
     "row-per-program": {"stats_rows": 1, "stats_block": 64, "stats_tiles": 3},
     # the interpreter's default: 16 rows (B rounded down to a power of two) per program, one chunk
     "default": {},
+    # stats_late_chunks: one row per program, 5 chunks of 64 columns; rows of positions >= 1 read 2 chunks a
+    # program (a row's last program 1)
+    "late-chunks": {
+        "stats_rows": 1,
+        "stats_block": 64,
+        "stats_tiles": 1,
+        "stats_late_chunks": 2,
+        "stats_late_from": 1,
+    },  # fmt: skip
+    # ... 4 rows per program, 3 chunks of 128 columns, from position 2 on (the default) 2 chunks a program
+    "late-chunks-blocks": {"stats_rows": 4, "stats_block": 64, "stats_tiles": 2, "stats_late_chunks": 2},
 }
 
 
@@ -94,6 +105,8 @@ def _emit_positions(case: dict, result) -> np.ndarray:
     return np.where(usable, result[1], -1)
 
 
+# the tilings of test_lazy_stats_pass_equals_eager (the late-chunks ones: test_late_chunks_equal_eager)
+BASE_TILINGS = ("default", "row-per-program")
 # one-hot drafts' paths other than the default (stats_tail: the decisions and outputs in the stats pass, the
 # pick kernel after it, waiting per request: pick_poll): the accept kernel after the pass; the pick waiting
 # for the whole pass
@@ -114,7 +127,7 @@ CLASSIC_TAILS = {
 LAZY_CASES = (
     [
         pytest.param(tiling, dtype, classic, {}, id=f"{tiling}-{dtype}-{'classic' if classic else 'one-hot'}")
-        for tiling in sorted(TILINGS)
+        for tiling in BASE_TILINGS
         for dtype in ("fp32", "bf16")
         for classic in (True, False)
     ]
@@ -125,13 +138,13 @@ LAZY_CASES = (
     ]
     + [
         pytest.param(tiling, dtype, False, TAILS[tail], id=f"{tiling}-{dtype}-one-hot-{tail}")
-        for tiling in sorted(TILINGS)
+        for tiling in BASE_TILINGS
         for dtype in ("fp32", "bf16")
         for tail in sorted(TAILS)
     ]
     + [
         pytest.param(tiling, dtype, True, CLASSIC_TAILS[tail], id=f"{tiling}-{dtype}-classic-{tail}")
-        for tiling in sorted(TILINGS)
+        for tiling in BASE_TILINGS
         for dtype in ("fp32", "bf16")
         for tail in sorted(CLASSIC_TAILS)
     ]
@@ -280,6 +293,85 @@ def test_planted_lazy_bugs_are_caught(bug):
     config = {**TILINGS["row-per-program"], "stats_lazy": True, **extra}
     case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
     faults, _ = _lazy_faults(planted, case, config)
+    assert faults, f"planted bug {bug} went unnoticed"
+
+
+# (tiling, classic, extra config) of test_late_chunks_equal_eager: both late-chunk tilings with the default
+# paths in both draft kinds, and the passes without a tail (`_lazy_arrival` counts the chunks too)
+LATE_CASES = [
+    pytest.param(tiling, classic, extra, id=f"{tiling}-{'classic' if classic else 'one-hot'}{name}")
+    for tiling in ("late-chunks", "late-chunks-blocks")
+    for classic, extra, name in (
+        (False, {}, ""),
+        (True, {}, ""),
+        (False, TAILS["no-tail"], "-no-tail"),
+        (True, CLASSIC_TAILS["no-tail"], "-no-tail"),
+    )
+]
+
+
+def _late_batch(classic: bool) -> dict:
+    """make_batch's batch (fp32, edge cases, ragged counts) with its first half made greedy requests whose
+    drafts are the target argmax: those accept every draft they have, so their rows past position 1, which
+    the late chunks read, are used (make_batch's sampled requests seldom get that far)."""
+    case = make_batch(current_test_seed(), BATCH, NUM_K, VOCAB, classic=classic)
+    half = BATCH // 2
+    logits = case["target_logits"][:half, :NUM_K].float()
+    clean = torch.where(torch.isfinite(logits), logits, float("-inf"))  # NaN and +-inf carry no mass
+    case["draft_token_ids"][:half] = clean.argmax(-1)
+    case["temperature"][:half] = 0.0
+    return case
+
+
+@pytest.mark.parametrize(("tiling", "classic", "extra"), LATE_CASES)
+def test_late_chunks_equal_eager(tiling, classic, extra):
+    """stats_late_chunks (the lazy pass's rows from position stats_late_from on read by programs of 2
+    chunks, a row's last program 1 where its chunks are odd) changes no output: _late_batch's n = 24
+    requests, K = 3, V = 300. Asserts, as test_lazy_stats_pass_equals_eager: lazy == eager on every row,
+    no used row skipped and (interpreter) >= 5 needed rows skipped; and that >= 4 requests emit at a
+    position >= 2, so the late programs' statistics are used."""
+    config = {**TILINGS[tiling], "stats_lazy": True, **extra}
+    case = _late_batch(classic)
+    faults, flagged = _lazy_faults(kl, case, config)
+    assert not faults, "; ".join(faults)
+    eager = _eager(case, config)
+    assert (_emit_positions(case, eager) >= 2).sum() >= 4, "too few requests use the late rows"
+    if interpreting():
+        assert flagged >= 5, f"only {flagged} needed rows skipped: the comparison tests little"
+
+
+# bugs test_late_chunks_equal_eager must catch: (classic, pattern, replacement, extra config)
+LATE_PLANTED = {
+    # stats_late_chunks: a late program counts one arrival whatever chunks it covered (its rows never decided)
+    "late-arrival-counted-once": (
+        False,
+        r"old = tl\.atomic_add\(cnt_ptr \+ at, chunks, mask=row_ok",
+        "old = tl.atomic_add(cnt_ptr + at, 1, mask=row_ok",
+        {},
+    ),
+    # stats_late_chunks: a late program's chunks start at its index, not at LATE_CHUNKS times it (chunks read
+    # twice, others never)
+    "late-chunks-misplaced": (
+        True,
+        r"late_chunk = \(late // SIDES\) % per_row \* LATE_CHUNKS",
+        "late_chunk = (late // SIDES) % per_row",
+        {},
+    ),
+    # stats_late_chunks: a late program stops before its last chunk (arriving for it all the same)
+    "late-last-chunk-unread": (False, r"for k in range\(chunks\):", "for k in range(chunks - 1):", {}),
+}
+
+
+@pytest.mark.skipif(not interpreting(), reason=ON_GPU_TIMING)
+@pytest.mark.parametrize("bug", sorted(LATE_PLANTED))
+def test_planted_late_chunk_bugs_are_caught(bug):
+    """The late-chunks comparison can fail: a copy of the kernel module that miscounts a late program's
+    arrivals, misplaces its chunks or leaves one unread differs from the eager pass on _late_batch (the
+    "late-chunks" tiling, one row per program), in its outputs or in the statistics of rows it used."""
+    classic, pattern, replacement, extra = LATE_PLANTED[bug]
+    planted = patched_module("specsample.kernels.logits", [(pattern, replacement)])
+    config = {**TILINGS["late-chunks"], "stats_lazy": True, **extra}
+    faults, _ = _lazy_faults(planted, _late_batch(classic), config)
     assert faults, f"planted bug {bug} went unnoticed"
 
 
