@@ -646,3 +646,45 @@ def test_tail_plan(k_plus_1, classic, overrides, stages):
     plan = kl._plan(device, 4, k_plus_1, 300, classic, False, False, cfg)
     assert plan[-1] == stages
     assert len(plan[1]) == len(plan[3]) == len(stages)  # a grid and a launch config per launch
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"stats_late_chunks": 0}, "stats_late_chunks"),
+        ({"stats_late_chunks": 2.0}, "stats_late_chunks"),
+        ({"stats_late_chunks": True}, "stats_late_chunks"),
+        ({"stats_late_from": -1}, "stats_late_from"),
+        ({"stats_late_from": "2"}, "stats_late_from"),
+    ],
+)
+def test_late_chunks_config_is_checked(overrides, message):
+    """stats_late_chunks must be an int >= 1 and stats_late_from an int >= 0 (a position): anything else is a
+    ValueError naming the key, not a kernel compiled with a float or a negative head."""
+    with pytest.raises(ValueError, match=message):
+        kl.launch_config(4, 5, 300, overrides)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "programs"),
+    [
+        ({}, 24 * 4 * 5),  # B (K+1) rows x 5 chunks of 64 columns, a program each
+        ({"stats_late_chunks": 2}, 48 * 5 + 48 * 3),  # positions 0-1 a program a chunk; 2-3 three (2, 2, 1)
+        ({"stats_late_chunks": 2, "stats_late_from": 1}, 24 * 5 + 72 * 3),
+        ({"stats_late_chunks": 8}, 48 * 5 + 48 * 1),  # more chunks than a row has: one program a row
+        ({"stats_late_chunks": 2, "stats_late_from": 9}, 24 * 4 * 5),  # past the last position: unchanged
+        ({"stats_late_chunks": 2, "stats_lazy": False}, None),  # the eager pass keeps its 3-D grid
+    ],
+)
+def test_late_chunks_grid(overrides, programs):
+    """The lazy pass's grid with stats_late_chunks (one-hot drafts, B = 24, K = 3, V = 300, one row and 64
+    columns a program and tile): cdiv(NC, C) programs for each row from position stats_late_from on, NC for
+    the rows before it; the eager pass's grid is not changed."""
+    config = {"stats_rows": 1, "stats_block": 64, "stats_tiles": 1, "stats_lazy": True, **overrides}
+    cfg = kl.launch_config(BATCH, NUM_K + 1, VOCAB, config)
+    device = torch.empty(0, device=DEVICE).device
+    grids = kl._plan(device, BATCH, NUM_K + 1, VOCAB, False, False, False, cfg)[1]
+    if programs is None:
+        assert grids[0] == (BATCH * (NUM_K + 1), 5, 1)
+    else:
+        assert grids[0] == (programs,)
