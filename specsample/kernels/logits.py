@@ -641,7 +641,8 @@ def _stats_block(
         # one L2 read of the request's flag (H200 run 185: a volatile read of a bit-mask flag, with or
         # without a bounded wait for the previous position's decision, was slower in most cases)
         state = tl.load(state_ptr + b * _STATE_WORDS, mask=row_ok & (i > 0), other=0, cache_modifier=".cg")
-        if LATE_CHUNKS == 1:
+        if LATE_CHUNKS == 1:  # the default, compiled without the loop below (offline SASS: the loop costs the
+            # whole kernel spills under the 64-register cap, early positions' programs included)
             _lazy_chunk(rows, b, i, row_ok, need, d_need, state, sampled, greedy, inv_t, chunk, draft_rows,
                         t_ptr, d_ptr, tmax_ptr, tsum_ptr, targ_ptr, dmax_ptr, dsum_ptr, gmax_ptr, gsum_ptr,
                         state_ptr, V, NC, NP, st_b, st_k, st_v, sd_b, sd_k, sd_v, K, HAS_DRAFT_LOGITS,
@@ -918,17 +919,16 @@ def _tail_arrival(rows, b, i, row_ok, sampled, greedy, inv_t, n, gathered, x_ptr
                   row_f_ptr, row_i_ptr, t_ptr, d_ptr, dmax_ptr, dsum_ptr, seed_ptr, offset_ptr, B, V, NC,
                   st_b, st_k, st_v, sd_b, sd_k, sd_v, sx_b, sx_k, ss_b, so_b, tau_ptr, chunks,
                   K: tl.constexpr, KP: tl.constexpr, BLOCK_ROWS: tl.constexpr, NCB: tl.constexpr,
-                  PICK_POLL: tl.constexpr,
-                  HAS_DRAFT_LOGITS: tl.constexpr, SEED_TAU: tl.constexpr = False, GW: tl.constexpr = 256,
+                  PICK_POLL: tl.constexpr, HAS_DRAFT_LOGITS: tl.constexpr, SEED_TAU: tl.constexpr = False,
+                  GW: tl.constexpr = 256,
                   FAST_LOG: tl.constexpr = False):  # fmt: skip
     """TAIL (LAZY): the accept kernel's work done by the stats programs. The last of the programs of
     row (b, i) (any position, the bonus row too; NC of them, 2 NC with draft logits: the draft
     programs arrive too, bonus rows' included, which read nothing; a program adds one arrival per chunk it
     covered, `chunks`, so a late position's program of LATE_CHUNKS chunks counts as that many) decides
-    draft i exactly
-    (_certain_rejection with EXACT) where the row was read whole and is drafted, raises state_b as
-    LAZY does, and adds its bits to request b's word (state word b STATE_WORDS + 1): bit i (decided)
-    and bit 16 + i (rejected). The program whose addition makes the emit position j determined
+    draft i exactly (_certain_rejection with EXACT) where the row was read whole and is drafted, raises
+    state_b as LAZY does, and adds its bits to request b's word (state word b STATE_WORDS + 1): bit i
+    (decided) and bit 16 + i (rejected). The program whose addition makes the emit position j determined
     (_emit_position; exactly one per request, the additions being atomic) writes the request's outputs
     (_tail_emit). The programs of a row that an earlier certain rejection made unused do not arrive
     (_stats_block), so the words and counters are zeroed for the next call after the pass, by the pick
@@ -2559,11 +2559,10 @@ def _config(batch: int, k_plus_1: int, vocab: int, logit_bytes: int, overrides: 
     if not classic_tail and cfg["race_tau"] == "seeded":
         _fail(ValueError, "config['race_tau'] 'seeded'", "the classic tail (its emitters seed the threshold: "
               "stats_lazy, stats_tail and classic_tail on, K+1 <= 16)", "seeded")  # fmt: skip
-    late_chunks, late_from = cfg["stats_late_chunks"], cfg["stats_late_from"]
-    if not isinstance(late_chunks, int) or isinstance(late_chunks, bool) or late_chunks < 1:
-        _fail(ValueError, "config['stats_late_chunks']", "an int >= 1", late_chunks)
-    if not isinstance(late_from, int) or isinstance(late_from, bool) or late_from < 0:
-        _fail(ValueError, "config['stats_late_from']", "an int >= 0 (a position)", late_from)
+    for key, least in (("stats_late_chunks", 1), ("stats_late_from", 0)):
+        value = cfg[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            _fail(ValueError, f"config[{key!r}]", f"an int >= {least}", value)
     slab_parts = cfg["pick_slab_parts"]
     if slab_parts < 1 or slab_parts & (slab_parts - 1):
         _fail(ValueError, "config['pick_slab_parts']", "a power of two >= 1", slab_parts)

@@ -47,7 +47,7 @@ TILINGS = {
         "stats_tiles": 1,
         "stats_late_chunks": 2,
         "stats_late_from": 1,
-    },  # fmt: skip
+    },
     # ... 4 rows per program, 3 chunks of 128 columns, from position 2 on (the default) 2 chunks a program
     "late-chunks-blocks": {"stats_rows": 4, "stats_block": 64, "stats_tiles": 2, "stats_late_chunks": 2},
 }
@@ -340,14 +340,13 @@ def test_late_chunks_equal_eager(tiling, classic, extra):
         assert flagged >= 5, f"only {flagged} needed rows skipped: the comparison tests little"
 
 
-# bugs test_late_chunks_equal_eager must catch: (classic, pattern, replacement, extra config)
+# bugs test_late_chunks_equal_eager must catch: (classic, pattern, replacement), in the "late-chunks" tiling
 LATE_PLANTED = {
     # stats_late_chunks: a late program counts one arrival whatever chunks it covered (its rows never decided)
     "late-arrival-counted-once": (
         False,
         r"old = tl\.atomic_add\(cnt_ptr \+ at, chunks, mask=row_ok",
         "old = tl.atomic_add(cnt_ptr + at, 1, mask=row_ok",
-        {},
     ),
     # stats_late_chunks: a late program's chunks start at its index, not at LATE_CHUNKS times it (chunks read
     # twice, others never)
@@ -355,10 +354,9 @@ LATE_PLANTED = {
         True,
         r"late_chunk = \(late // SIDES\) % per_row \* LATE_CHUNKS",
         "late_chunk = (late // SIDES) % per_row",
-        {},
     ),
     # stats_late_chunks: a late program stops before its last chunk (arriving for it all the same)
-    "late-last-chunk-unread": (False, r"for k in range\(chunks\):", "for k in range(chunks - 1):", {}),
+    "late-last-chunk-unread": (False, r"for k in range\(chunks\):", "for k in range(chunks - 1):"),
 }
 
 
@@ -368,9 +366,9 @@ def test_planted_late_chunk_bugs_are_caught(bug):
     """The late-chunks comparison can fail: a copy of the kernel module that miscounts a late program's
     arrivals, misplaces its chunks or leaves one unread differs from the eager pass on _late_batch (the
     "late-chunks" tiling, one row per program), in its outputs or in the statistics of rows it used."""
-    classic, pattern, replacement, extra = LATE_PLANTED[bug]
+    classic, pattern, replacement = LATE_PLANTED[bug]
     planted = patched_module("specsample.kernels.logits", [(pattern, replacement)])
-    config = {**TILINGS["late-chunks"], "stats_lazy": True, **extra}
+    config = {**TILINGS["late-chunks"], "stats_lazy": True}
     faults, _ = _lazy_faults(planted, _late_batch(classic), config)
     assert faults, f"planted bug {bug} went unnoticed"
 
